@@ -1,0 +1,22 @@
+module github.com/goodput-exporter/goodput-exporter
+
+go 1.26
+
+require (
+	github.com/NVIDIA/go-dcgm v1.4601.1 // indirect
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+	github.com/alecthomas/kong v1.17.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.73.1 // indirect
+	github.com/prometheus/exporter-toolkit v0.20.0 // indirect
+	github.com/prometheus/prometheus v0.316.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+	k8s.io/kubelet v0.37.2 // indirect
+)

@@ -1,0 +1,153 @@
+// Package snapshot defines the engine-neutral view of one scrape of one
+// inference engine. Every engine adapter in collector/ produces a Snapshot;
+// the goodput maths, the exporter and the simulator's checks read one. The
+// names here follow the metric contract in the README, not any engine.
+package snapshot
+
+import (
+	"slices"
+	"time"
+)
+
+// Engine names an inference server family.
+type Engine string
+
+// The engines the adapters understand.
+const (
+	VLLM     Engine = "vllm"
+	SGLang   Engine = "sglang"
+	LlamaCPP Engine = "llamacpp"
+)
+
+// Engines lists every known engine in a stable order.
+var Engines = []Engine{VLLM, SGLang, LlamaCPP}
+
+// Gauge indexes the point-in-time signals of the contract.
+type Gauge int
+
+// Gauges of the contract.
+const (
+	Running             Gauge = iota // llm_requests_running
+	Waiting                          // llm_requests_waiting
+	KVCacheUsage                     // llm_kv_cache_usage_ratio, 0..1
+	PrefixCacheHitRatio              // llm_prefix_cache_hit_ratio, 0..1 (engines that only give a rate)
+	NumGauges
+)
+
+// Counter indexes the cumulative signals of the contract.
+type Counter int
+
+// Counters of the contract.
+const (
+	Preemptions        Counter = iota // llm_preemptions_total
+	PromptTokens                      // llm_prompt_tokens_total
+	GenerationTokens                  // llm_generation_tokens_total
+	PrefixCacheQueries                // llm_prefix_cache_queries_total (tokens)
+	PrefixCacheHits                   // llm_prefix_cache_hits_total (tokens)
+	NumCounters
+)
+
+// Hist indexes the latency histograms of the contract.
+type Hist int
+
+// Histograms of the contract.
+const (
+	TTFT      Hist = iota // llm_time_to_first_token_seconds
+	ITL                   // llm_inter_token_latency_seconds (one observation per token)
+	TPOT                  // llm_request_time_per_output_token_seconds (one observation per request)
+	E2E                   // llm_e2e_request_latency_seconds
+	QueueTime             // llm_request_queue_time_seconds
+	NumHists
+)
+
+// Histogram is a cumulative classic histogram as an engine exposes it,
+// with the engine's own bucket bounds.
+type Histogram struct {
+	// Bounds are the finite upper bounds, strictly ascending.
+	Bounds []float64
+	// Cumulative[i] is the number of observations <= Bounds[i].
+	Cumulative []float64
+	// Count is the total number of observations (the +Inf bucket).
+	Count float64
+	// Sum of all observations.
+	Sum float64
+}
+
+// SameLayout reports whether two histograms have identical bucket bounds.
+func (h *Histogram) SameLayout(o *Histogram) bool {
+	return h != nil && o != nil && slices.Equal(h.Bounds, o.Bounds)
+}
+
+// Clone returns a deep copy.
+func (h *Histogram) Clone() *Histogram {
+	if h == nil {
+		return nil
+	}
+	return &Histogram{
+		Bounds:     slices.Clone(h.Bounds),
+		Cumulative: slices.Clone(h.Cumulative),
+		Count:      h.Count,
+		Sum:        h.Sum,
+	}
+}
+
+// Value is a sample that may be absent: an engine that does not expose a
+// signal leaves it absent, never zero.
+type Value struct {
+	V  float64
+	OK bool
+}
+
+// Model holds the signals of one model served by a target. Engines that
+// run several data-parallel ranks are already summed here.
+type Model struct {
+	Name     string
+	Gauges   [NumGauges]Value
+	Counters [NumCounters]Value
+	// Finished counts finished requests by reason (stop, length, abort,
+	// error, repetition). Nil when the engine exposes no such counter.
+	Finished map[string]float64
+	// Hists are nil where the engine exposes no such histogram.
+	Hists [NumHists]*Histogram
+	// HistSource names the engine family each histogram came from, for
+	// example "vllm:time_per_output_token_seconds" where a fallback was used.
+	HistSource [NumHists]string
+}
+
+// Snapshot is one successful scrape of one target, normalized.
+type Snapshot struct {
+	Target string
+	Engine Engine
+	// Time is when the body was read.
+	Time time.Time
+	// ProcessStart is the engine process start time in Unix seconds, 0 when
+	// the engine does not say.
+	ProcessStart float64
+	// Restarted is set when this snapshot is not a continuation of the
+	// previous one of the same target: a counter or histogram count went
+	// down, or the process start time changed. Consumers treat every
+	// cumulative value as a fresh start (the new value is the delta).
+	Restarted bool
+	// Models are sorted by Name.
+	Models []Model
+	// Errors are per-family problems (a histogram cut short, a bucket out
+	// of order). The family is left out; the rest of the snapshot stands.
+	Errors []error
+}
+
+// Model returns the named model, or nil.
+func (s *Snapshot) Model(name string) *Model {
+	i, ok := slices.BinarySearchFunc(s.Models, name, func(m Model, n string) int {
+		switch {
+		case m.Name < n:
+			return -1
+		case m.Name > n:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return nil
+	}
+	return &s.Models[i]
+}
