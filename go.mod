@@ -1,6 +1,6 @@
 module github.com/goodput-exporter/goodput-exporter
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/NVIDIA/go-dcgm v1.4601.1 // indirect
