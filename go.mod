@@ -1,11 +1,14 @@
 module github.com/goodput-exporter/goodput-exporter
 
-go 1.26.0
+go 1.26.7
 
 require (
 	github.com/NVIDIA/go-dcgm v1.4601.1 // indirect
 	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/alecthomas/kong v1.17.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/grafana/regexp v0.0.0-20250905093917-f7b3be9d1853 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.73.1 // indirect
