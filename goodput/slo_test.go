@@ -122,8 +122,8 @@ func TestMatch(t *testing.T) {
 		{Match{}, "any", "anything", true},
 		{Match{Model: mustModel(t, "llama-3.*")}, "t", "llama-3.1-8b", true},
 		{Match{Model: mustModel(t, "llama-3.*")}, "t", "my-llama-3.1-8b", false}, // anchored at the start
-		{Match{Model: mustModel(t, "llama-3")}, "t", "llama-3.1", false},        // and at the end
-		{Match{Model: mustModel(t, "a|b")}, "t", "b", true},                     // alternation stays inside the anchors
+		{Match{Model: mustModel(t, "llama-3")}, "t", "llama-3.1", false},         // and at the end
+		{Match{Model: mustModel(t, "a|b")}, "t", "b", true},                      // alternation stays inside the anchors
 		{Match{Model: mustModel(t, "a|b")}, "t", "ab", false},
 		{Match{Targets: []string{"vllm-0", "vllm-1"}}, "vllm-1", "m", true},
 		{Match{Targets: []string{"vllm-0"}}, "vllm-1", "m", false},

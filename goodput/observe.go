@@ -1,0 +1,75 @@
+package goodput
+
+import "github.com/goodput-exporter/goodput-exporter/snapshot"
+
+// observe judges the last interval of model m against one SLO and adds it
+// to the totals.
+func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
+	supported := true
+	var f frechet
+	for i := range s.Objectives {
+		o := &s.Objectives[i]
+		o.observe(m, tr)
+		supported = supported && o.Resolution.Supported
+		if p, ok := o.Interval.Attainment(); ok {
+			f.add(p)
+		}
+	}
+	j := &s.Joint
+	j.Supported = supported
+	j.RequestsSource = requestSource(m)
+	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK
+	j.Interval = JointInterval{}
+	// An objective that judged nothing this interval had nothing to fail,
+	// so it is left out of the bounds (the same as p = 1). With none
+	// judging anything there is no outcome at all.
+	if !supported || f.k == 0 {
+		return
+	}
+	b := f.bounds()
+	in := &j.Interval
+	in.OK, in.Attainment = true, b
+	if j.RequestsSource != "" {
+		in.Requests = tr.requests(j.RequestsSource)
+		in.Good.Requests = b.Scale(in.Requests)
+	}
+	if tr.tokens.ok {
+		in.Tokens = tr.tokens.delta
+		in.Good.Tokens = b.Scale(in.Tokens)
+	}
+	j.Total.Requests.add(in.Good.Requests)
+	j.Total.Tokens.add(in.Good.Tokens)
+}
+
+// observe judges the last interval of model m against one objective.
+func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
+	o.Resolution = Resolve(m, o.Objective.Kind)
+	o.Interval = Counts{}
+	if !o.Resolution.Supported {
+		return
+	}
+	var c Counts
+	if o.Objective.Kind == KindError {
+		f := &tr.finished
+		if !f.ok {
+			return
+		}
+		failed := f.errors
+		if o.Objective.IncludeAbort {
+			failed += f.aborts
+		}
+		c = Counts{Judged: f.total, Good: max(f.total-failed, 0), Aborted: f.aborts}
+	} else {
+		h := &tr.hists[o.Resolution.Hist]
+		if !h.ok {
+			return
+		}
+		c.Judged = h.dcount
+		c.Good, c.Interpolated = GoodAt(h.bounds, h.dcum, h.dcount, o.Objective.Threshold)
+	}
+	if !(c.Judged > 0) {
+		return
+	}
+	o.Interval = c
+	o.Total.add(c)
+}

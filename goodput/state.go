@@ -1,0 +1,104 @@
+package goodput
+
+// Counts are request counts judged against one objective.
+type Counts struct {
+	// Judged is how many requests (tokens for itl and a tpot fallback) were
+	// judged: observations of the histogram, or finished requests of any
+	// reason for the error objective.
+	Judged float64
+	// Good is how many of them met the objective (interpolated at the
+	// threshold, see GoodAt).
+	Good float64
+	// Interpolated is how many of the judged fell in the bucket that
+	// straddles the threshold: the window's uncertainty. Zero when the
+	// threshold is a bucket bound.
+	Interpolated float64
+	// Aborted is how many finished requests were aborted (error objective
+	// only), counted whether or not they count as failures.
+	Aborted float64
+}
+
+// Attainment is Good/Judged; ok is false when nothing was judged.
+func (c Counts) Attainment() (p float64, ok bool) {
+	if !(c.Judged > 0) {
+		return 0, false
+	}
+	return c.Good / c.Judged, true
+}
+
+func (c *Counts) add(o Counts) {
+	c.Judged += o.Judged
+	c.Good += o.Good
+	c.Interpolated += o.Interpolated
+	c.Aborted += o.Aborted
+}
+
+// ObjectiveState is one objective of one SLO on one model.
+type ObjectiveState struct {
+	Objective  Objective
+	Resolution Resolution // as of the latest snapshot
+	// Total is cumulative since the tracker started; it never decreases.
+	Total Counts
+	// Interval is the increase between the last two snapshots; zero when
+	// the last snapshot only set a baseline, had no traffic, or could not
+	// measure the objective.
+	Interval Counts
+}
+
+// GoodCounts are goodput requests and tokens, per bound.
+type GoodCounts struct {
+	Requests Bounds
+	Tokens   Bounds
+}
+
+// JointInterval is the joint outcome between the last two snapshots.
+type JointInterval struct {
+	// OK is false when no objective judged anything in the interval;
+	// the other fields are then zero.
+	OK bool
+	// Attainment bounds the share of requests meeting every objective
+	// (JointBounds over the objectives that judged something).
+	Attainment Bounds
+	// Requests finished in the interval (see Joint.RequestsSource) and
+	// generation tokens produced in it.
+	Requests, Tokens float64
+	// Good is Requests and Tokens times Attainment.
+	Good GoodCounts
+}
+
+// Joint is the goodput of one SLO on one model: the requests that meet
+// every objective at once, bounded from the per-objective attainments.
+type Joint struct {
+	// Supported is false when any objective of the SLO is unsupported on
+	// the model; the joint is then not computed and must not be exported.
+	Supported bool
+	// RequestsSource names the count of finished requests goodput requests
+	// are taken from (RequestsFrom*); empty when the model has none, and
+	// then Total.Requests stays zero and must not be exported.
+	RequestsSource string
+	// TokensSupported is false when the model has no generation token
+	// counter; Total.Tokens then stays zero and must not be exported.
+	TokensSupported bool
+	// Total is cumulative since the tracker started; it never decreases.
+	Total GoodCounts
+	// Interval is the last interval's outcome, for a live view.
+	Interval JointInterval
+}
+
+// SLOState is one SLO applied to one model.
+type SLOState struct {
+	SLO        string
+	Objectives []ObjectiveState // in the SLO's declaration order
+	Joint      Joint
+}
+
+// ModelState is everything the tracker knows about one model of a target.
+type ModelState struct {
+	Model string
+	// Present is false when the latest snapshot did not list the model;
+	// its totals are kept and its intervals are zero.
+	Present bool
+	// SLOs that match the model, in configuration order; empty when none
+	// does (the model is then not measured at all).
+	SLOs []SLOState
+}

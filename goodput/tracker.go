@@ -1,0 +1,170 @@
+package goodput
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// Tracker accumulates SLO counters for one target from its consecutive
+// snapshots. It is not safe for concurrent use.
+//
+// What a snapshot's cumulative values mean depends on what came before:
+//   - The first snapshot a tracker sees is a baseline only: its counts
+//     happened at unknown times before we looked, so they are not charged
+//     to any interval. The exception is a snapshot marked Restarted: the
+//     collector saw the process restart since its previous scrape, so its
+//     counts are all recent and are the increase.
+//   - A model that first appears in a later snapshot was loaded while the
+//     target ran: its counts are the increase.
+//   - A series that first appears on a model already known (a histogram
+//     whose family failed to parse before) has counts of unknown age: it
+//     only sets its baseline, unless the snapshot is Restarted.
+//   - Restarted, a count that went down, or a histogram whose bucket bounds
+//     changed: the new cumulative value is the increase.
+//   - A model or series missing from one snapshot keeps its baseline, so
+//     the next snapshot that has it measures from the last one that did.
+type Tracker struct {
+	target  string
+	slos    []SLO
+	started bool
+	gen     uint64
+	states  []ModelState // sorted by model name
+	tracks  []*modelTrack
+}
+
+// modelTrack holds the baselines of one model.
+type modelTrack struct {
+	gen      uint64 // last Update that listed the model
+	hists    [snapshot.NumHists]histTrack
+	tokens   counterTrack
+	finished finishedTrack
+}
+
+// NewTracker returns a tracker for the named target. slos should have
+// passed ValidateSLOs; the tracker keeps the slice and does not modify it.
+func NewTracker(target string, slos []SLO) *Tracker {
+	return &Tracker{target: target, slos: slos}
+}
+
+// Target returns the target name the tracker was made for.
+func (t *Tracker) Target() string { return t.target }
+
+// Models returns the state of every model seen so far, sorted by name. The
+// slice and everything in it belong to the tracker and change on the next
+// Update; copy what must outlive it.
+func (t *Tracker) Models() []ModelState { return t.states }
+
+// Model returns the state of the named model, or nil.
+func (t *Tracker) Model(name string) *ModelState {
+	if i, ok := t.find(name); ok {
+		return &t.states[i]
+	}
+	return nil
+}
+
+// Update folds the next snapshot of the target into the counters.
+func (t *Tracker) Update(s *snapshot.Snapshot) error {
+	if s == nil {
+		return errors.New("goodput: nil snapshot")
+	}
+	if s.Target != t.target {
+		return fmt.Errorf("goodput: snapshot of target %q given to the tracker of %q", s.Target, t.target)
+	}
+	running := t.started
+	t.started = true
+	t.gen++
+	for i := range s.Models {
+		m := &s.Models[i]
+		idx, known := t.find(m.Name)
+		if !known {
+			idx = t.add(m.Name)
+		}
+		st, tr := &t.states[idx], t.tracks[idx]
+		st.Present, tr.gen = true, t.gen
+		if len(st.SLOs) == 0 {
+			continue
+		}
+		tr.advance(m, s.Restarted, s.Restarted || (running && !known))
+		for j := range st.SLOs {
+			st.SLOs[j].observe(m, tr)
+		}
+	}
+	for i, tr := range t.tracks {
+		if tr.gen != t.gen {
+			t.states[i].clearInterval()
+		}
+	}
+	return nil
+}
+
+func (t *Tracker) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(t.states, name, func(m ModelState, n string) int {
+		return strings.Compare(m.Model, n)
+	})
+}
+
+// add inserts a model and the SLOs that match it, keeping names sorted.
+func (t *Tracker) add(name string) int {
+	st := ModelState{Model: name}
+	for _, slo := range t.slos {
+		if !slo.Match.Matches(t.target, name) {
+			continue
+		}
+		ss := SLOState{SLO: slo.Name, Objectives: make([]ObjectiveState, len(slo.Objectives))}
+		for k, o := range slo.Objectives {
+			ss.Objectives[k].Objective = o
+		}
+		st.SLOs = append(st.SLOs, ss)
+	}
+	i, _ := t.find(name)
+	t.states = slices.Insert(t.states, i, st)
+	t.tracks = slices.Insert(t.tracks, i, &modelTrack{})
+	return i
+}
+
+func (tr *modelTrack) advance(m *snapshot.Model, restarted, fresh bool) {
+	for h := range tr.hists {
+		tr.hists[h].advance(m.Hists[h], restarted, fresh)
+	}
+	tr.tokens.advance(m.Counters[snapshot.GenerationTokens], restarted, fresh)
+	tr.finished.advance(m.Finished, restarted, fresh)
+}
+
+// requests returns the count of requests finished in the interval, from
+// the source requestSource picked.
+func (tr *modelTrack) requests(source string) float64 {
+	var h *histTrack
+	switch source {
+	case RequestsFromFinished:
+		return tr.finished.total // zero when not ok
+	case RequestsFromE2E:
+		h = &tr.hists[snapshot.E2E]
+	case RequestsFromTTFT:
+		h = &tr.hists[snapshot.TTFT]
+	case RequestsFromTPOT:
+		h = &tr.hists[snapshot.TPOT]
+	case RequestsFromQueue:
+		h = &tr.hists[snapshot.QueueTime]
+	default:
+		return 0
+	}
+	if !h.ok {
+		return 0
+	}
+	return h.dcount
+}
+
+func (st *ModelState) clearInterval() {
+	st.Present = false
+	for i := range st.SLOs {
+		s := &st.SLOs[i]
+		for j := range s.Objectives {
+			s.Objectives[j].Interval = Counts{}
+		}
+		s.Joint.Interval = JointInterval{}
+	}
+}
