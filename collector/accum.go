@@ -1,0 +1,265 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// modelAcc accumulates one model's samples during a parse. It lives as long
+// as the model keeps appearing, so a steady target reuses its memory.
+type modelAcc struct {
+	name  string
+	gen   uint32
+	vals  []float64 // by source id
+	stamp []uint32  // parse generation that last set vals[id]
+	hists []*histAcc
+	fin   map[string]*finAcc
+}
+
+type finAcc struct {
+	v   float64
+	gen uint32
+}
+
+func newModelAcc(name string, nsrc int) *modelAcc {
+	return &modelAcc{
+		name:  name,
+		vals:  make([]float64, nsrc),
+		stamp: make([]uint32, nsrc),
+		hists: make([]*histAcc, nsrc),
+	}
+}
+
+func (m *modelAcc) hist(id int) *histAcc {
+	if m.hists[id] == nil {
+		m.hists[id] = &histAcc{}
+	}
+	return m.hists[id]
+}
+
+// combine folds v into cur: the first value of a parse replaces, later ones
+// (other ranks) add or take the maximum.
+func combine(cur *float64, stamp *uint32, gen uint32, v float64, a agg) {
+	switch {
+	case *stamp != gen:
+		*cur = v
+		*stamp = gen
+	case a == aggSum:
+		*cur += v
+	case v > *cur || math.IsNaN(v):
+		*cur = v
+	}
+}
+
+func (m *modelAcc) add(gen uint32, s *slot, v float64) {
+	m.gen = gen
+	src := s.ref.src
+	switch src.kind {
+	case kindGauge, kindCounter:
+		combine(&m.vals[src.id], &m.stamp[src.id], gen, v, src.agg)
+	case kindFinished:
+		if m.fin == nil {
+			m.fin = map[string]*finAcc{}
+		}
+		f := m.fin[s.reason]
+		if f == nil {
+			f = &finAcc{}
+			m.fin[s.reason] = f
+		}
+		combine(&f.v, &f.gen, gen, v, src.agg)
+		m.stamp[src.id] = gen
+	case kindHist:
+		m.hists[src.id].add(gen, s, v, src.agg)
+		m.stamp[src.id] = gen
+	}
+}
+
+// build picks, per contract signal, the first listed source present in
+// this parse, checks it, and returns the model with per-family errors.
+func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
+	out := snapshot.Model{Name: m.name}
+	var errs []error
+	fail := func(src *source, err error) {
+		errs = append(errs, &FamilyError{Family: src.family, Model: m.name, Err: err})
+	}
+	var gDone [snapshot.NumGauges]bool
+	var cDone [snapshot.NumCounters]bool
+	var hDone [snapshot.NumHists]bool
+	for _, src := range tab.sources {
+		if m.stamp[src.id] != gen {
+			continue
+		}
+		v := m.vals[src.id]
+		switch src.kind {
+		case kindGauge:
+			if gDone[src.field] {
+				continue
+			}
+			gDone[src.field] = true
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				fail(src, fmt.Errorf("value is %v", v))
+			case v < 0 && src.negativeAbsent:
+			default:
+				out.Gauges[src.field] = snapshot.Value{V: v, OK: true}
+			}
+		case kindCounter:
+			if cDone[src.field] {
+				continue
+			}
+			cDone[src.field] = true
+			if err := checkCount(v); err != nil {
+				fail(src, err)
+				continue
+			}
+			out.Counters[src.field] = snapshot.Value{V: v, OK: true}
+		case kindFinished:
+			if out.Finished != nil {
+				continue
+			}
+			fin, err := m.finished(gen)
+			if err != nil {
+				fail(src, err)
+				continue
+			}
+			out.Finished = fin
+		case kindHist:
+			if hDone[src.field] {
+				continue
+			}
+			hDone[src.field] = true
+			h, err := m.hists[src.id].build(gen)
+			if err != nil {
+				fail(src, err)
+				continue
+			}
+			out.Hists[src.field] = h
+			out.HistSource[src.field] = src.family
+		}
+	}
+	if tab.post != nil {
+		tab.post(&out)
+	}
+	return out, errs
+}
+
+func (m *modelAcc) finished(gen uint32) (map[string]float64, error) {
+	out := make(map[string]float64, len(m.fin))
+	for reason, f := range m.fin {
+		if f.gen != gen {
+			continue
+		}
+		if err := checkCount(f.v); err != nil {
+			return nil, fmt.Errorf("reason %q: %w", reason, err)
+		}
+		out[reason] = f.v
+	}
+	return out, nil
+}
+
+func checkCount(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("counter value is %v", v)
+	}
+	return nil
+}
+
+// histAcc accumulates one classic histogram. Bounds are kept in the order
+// first seen; build sorts them.
+type histAcc struct {
+	bounds []float64
+	counts []float64
+	bgen   []uint32
+	inf    float64
+	sum    float64
+	count  float64
+	infGen uint32
+	sumGen uint32
+	cntGen uint32
+}
+
+func (h *histAcc) boundIndex(b float64) int {
+	for i, x := range h.bounds {
+		if x == b {
+			return i
+		}
+	}
+	h.bounds = append(h.bounds, b)
+	h.counts = append(h.counts, 0)
+	h.bgen = append(h.bgen, 0)
+	return len(h.bounds) - 1
+}
+
+func (h *histAcc) add(gen uint32, s *slot, v float64, a agg) {
+	switch s.ref.part {
+	case partBucket:
+		if s.bucket < 0 {
+			combine(&h.inf, &h.infGen, gen, v, a)
+		} else {
+			combine(&h.counts[s.bucket], &h.bgen[s.bucket], gen, v, a)
+		}
+	case partSum:
+		combine(&h.sum, &h.sumGen, gen, v, a)
+	case partCount:
+		combine(&h.count, &h.cntGen, gen, v, a)
+	}
+}
+
+func (h *histAcc) build(gen uint32) (*snapshot.Histogram, error) {
+	var missing []string
+	if h.infGen != gen {
+		missing = append(missing, "+Inf bucket")
+	}
+	if h.sumGen != gen {
+		missing = append(missing, "_sum")
+	}
+	if h.cntGen != gen {
+		missing = append(missing, "_count")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("histogram cut short: no %v", missing)
+	}
+	out := &snapshot.Histogram{Count: h.count, Sum: h.sum}
+	for i, b := range h.bounds {
+		if h.bgen[i] == gen {
+			out.Bounds = append(out.Bounds, b)
+			out.Cumulative = append(out.Cumulative, h.counts[i])
+		}
+	}
+	sort.Sort(byBound{out})
+	prev := 0.0
+	for i, c := range out.Cumulative {
+		if err := checkCount(c); err != nil {
+			return nil, fmt.Errorf("bucket le=%g: %w", out.Bounds[i], err)
+		}
+		if c < prev {
+			return nil, fmt.Errorf("bucket le=%g holds %g, fewer than the bucket below it (%g): buckets must be cumulative", out.Bounds[i], c, prev)
+		}
+		prev = c
+	}
+	if err := checkCount(h.inf); err != nil {
+		return nil, fmt.Errorf("+Inf bucket: %w", err)
+	}
+	if h.inf < prev {
+		return nil, fmt.Errorf("+Inf bucket holds %g, fewer than the last finite bucket (%g)", h.inf, prev)
+	}
+	if math.Abs(h.count-h.inf) > 1e-9*math.Max(1, h.inf) {
+		return nil, fmt.Errorf("_count is %g but the +Inf bucket is %g", h.count, h.inf)
+	}
+	if math.IsNaN(h.sum) || math.IsInf(h.sum, 0) {
+		return nil, fmt.Errorf("_sum is %v", h.sum)
+	}
+	return out, nil
+}
+
+type byBound struct{ h *snapshot.Histogram }
+
+func (b byBound) Len() int           { return len(b.h.Bounds) }
+func (b byBound) Less(i, j int) bool { return b.h.Bounds[i] < b.h.Bounds[j] }
+func (b byBound) Swap(i, j int) {
+	b.h.Bounds[i], b.h.Bounds[j] = b.h.Bounds[j], b.h.Bounds[i]
+	b.h.Cumulative[i], b.h.Cumulative[j] = b.h.Cumulative[j], b.h.Cumulative[i]
+}

@@ -1,0 +1,48 @@
+package collector
+
+import (
+	"bytes"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// enginePrefixes are the metric-name prefixes that identify an engine.
+var enginePrefixes = []struct {
+	engine snapshot.Engine
+	prefix []byte
+}{
+	{snapshot.VLLM, []byte("vllm:")},
+	{snapshot.SGLang, []byte("sglang:")},
+	{snapshot.SGLang, []byte("sglang_")},
+	{snapshot.LlamaCPP, []byte("llamacpp:")},
+}
+
+// Detect names the engine that produced a /metrics body from the prefix
+// of its metric names: the engine whose first sample or TYPE line comes
+// earliest. It returns false when no known prefix appears.
+func Detect(body []byte) (snapshot.Engine, bool) {
+	best, found := -1, snapshot.Engine("")
+	for _, ep := range enginePrefixes {
+		i := lineStartIndex(body, ep.prefix)
+		if i >= 0 && (best < 0 || i < best) {
+			best, found = i, ep.engine
+		}
+	}
+	return found, best >= 0
+}
+
+// lineStartIndex finds prefix at the start of a line, either as a sample
+// or after "# TYPE ".
+func lineStartIndex(body, prefix []byte) int {
+	if bytes.HasPrefix(body, prefix) {
+		return 0
+	}
+	first := -1
+	for _, lead := range [][]byte{{'\n'}, []byte("# TYPE ")} {
+		pat := append(append([]byte{}, lead...), prefix...)
+		if i := bytes.Index(body, pat); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	return first
+}

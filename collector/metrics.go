@@ -1,0 +1,152 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// signal describes one contract series: its name, what it means, and which
+// table entries feed it.
+type signal struct {
+	name  string
+	help  string
+	kind  kind
+	field int
+}
+
+var (
+	gaugeSignals = [snapshot.NumGauges]signal{
+		{"llm_requests_running", "Requests in the engine's running batch (data-parallel ranks summed).", kindGauge, int(snapshot.Running)},
+		{"llm_requests_waiting", "Requests waiting to be scheduled.", kindGauge, int(snapshot.Waiting)},
+		{"llm_kv_cache_usage_ratio", "KV-cache usage from 0 to 1 (the fullest data-parallel rank).", kindGauge, int(snapshot.KVCacheUsage)},
+		{"llm_prefix_cache_hit_ratio", "Prefix-cache hit ratio from 0 to 1, for engines that report only a ratio.", kindGauge, int(snapshot.PrefixCacheHitRatio)},
+	}
+	counterSignals = [snapshot.NumCounters]signal{
+		{"llm_preemptions_total", "Requests preempted (SGLang: retracted) to free KV cache.", kindCounter, int(snapshot.Preemptions)},
+		{"llm_prompt_tokens_total", "Prompt (prefill) tokens processed.", kindCounter, int(snapshot.PromptTokens)},
+		{"llm_generation_tokens_total", "Generation (decode) tokens produced.", kindCounter, int(snapshot.GenerationTokens)},
+		{"llm_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", kindCounter, int(snapshot.PrefixCacheQueries)},
+		{"llm_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", kindCounter, int(snapshot.PrefixCacheHits)},
+	}
+	finishedSignal = signal{"llm_requests_finished_total", "Finished requests by finish reason.", kindFinished, 0}
+	histSignals    = [snapshot.NumHists]signal{
+		{"llm_time_to_first_token_seconds", "Time to first token as the engine measures it, with the engine's own bucket bounds.", kindHist, int(snapshot.TTFT)},
+		{"llm_inter_token_latency_seconds", "Time between consecutive output tokens, one observation per token.", kindHist, int(snapshot.ITL)},
+		{"llm_request_time_per_output_token_seconds", "Mean time per output token, one observation per finished request.", kindHist, int(snapshot.TPOT)},
+		{"llm_e2e_request_latency_seconds", "End-to-end request latency.", kindHist, int(snapshot.E2E)},
+		{"llm_request_queue_time_seconds", "Time requests waited in the queue before being scheduled.", kindHist, int(snapshot.QueueTime)},
+	}
+)
+
+// fullHelp appends the engine families a signal is read from, so that the
+// HELP line of every series says where its numbers come from.
+func (s signal) fullHelp() string {
+	var parts []string
+	for _, e := range snapshot.Engines {
+		fams := tables[e].familiesFor(s.kind, s.field)
+		if s.field == int(snapshot.PrefixCacheQueries) && s.kind == kindCounter && e == snapshot.SGLang {
+			fams = []string{"sglang:prompt_tokens_total (with cached_tokens_total)"}
+		}
+		if len(fams) > 0 {
+			parts = append(parts, strings.Join(fams, " or "))
+		}
+	}
+	if len(parts) == 0 {
+		return s.help
+	}
+	return s.help + " Source: " + strings.Join(parts, "; ") + "."
+}
+
+// Support says which contract series an engine can provide at all; the
+// rest are never exported for it.
+func Support(e snapshot.Engine) map[string]bool {
+	t := tables[e]
+	out := map[string]bool{}
+	for _, list := range [][]signal{gaugeSignals[:], counterSignals[:], {finishedSignal}, histSignals[:]} {
+		for _, s := range list {
+			out[s.name] = len(t.familiesFor(s.kind, s.field)) > 0
+		}
+	}
+	if e == snapshot.SGLang {
+		out[counterSignals[snapshot.PrefixCacheQueries].name] = true
+	}
+	return out
+}
+
+// Descs are the descriptors of one target's engine series. The target name
+// and the target's static labels are constant labels.
+type Descs struct {
+	Up       *prometheus.Desc
+	gauges   [snapshot.NumGauges]*prometheus.Desc
+	counters [snapshot.NumCounters]*prometheus.Desc
+	finished *prometheus.Desc
+	hists    [snapshot.NumHists]*prometheus.Desc
+}
+
+// NewDescs builds the descriptors for a target.
+func NewDescs(target string, static map[string]string) *Descs {
+	cl := prometheus.Labels{"target": target}
+	for k, v := range static {
+		cl[k] = v
+	}
+	vl := []string{"engine", "model"}
+	d := &Descs{
+		Up: prometheus.NewDesc("llm_up", "1 when the last scrape of the engine's /metrics succeeded and parsed, 0 otherwise.", []string{"engine"}, cl),
+		finished: prometheus.NewDesc(finishedSignal.name, finishedSignal.fullHelp(),
+			[]string{"engine", "model", "reason"}, cl),
+	}
+	for i, s := range gaugeSignals {
+		d.gauges[i] = prometheus.NewDesc(s.name, s.fullHelp(), vl, cl)
+	}
+	for i, s := range counterSignals {
+		d.counters[i] = prometheus.NewDesc(s.name, s.fullHelp(), vl, cl)
+	}
+	for i, s := range histSignals {
+		d.hists[i] = prometheus.NewDesc(s.name, s.fullHelp(), vl, cl)
+	}
+	return d
+}
+
+// Collect sends the normalized series of one snapshot. Absent signals are
+// not sent.
+func (d *Descs) Collect(ch chan<- prometheus.Metric, snap *snapshot.Snapshot) {
+	e := string(snap.Engine)
+	for i := range snap.Models {
+		m := &snap.Models[i]
+		for g, v := range m.Gauges {
+			if v.OK {
+				ch <- prometheus.MustNewConstMetric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name)
+			}
+		}
+		for c, v := range m.Counters {
+			if v.OK {
+				ch <- prometheus.MustNewConstMetric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name)
+			}
+		}
+		for reason, v := range m.Finished {
+			ch <- prometheus.MustNewConstMetric(d.finished, prometheus.CounterValue, v, e, m.Name, reason)
+		}
+		for h, hv := range m.Hists {
+			if hv == nil {
+				continue
+			}
+			buckets := make(map[float64]uint64, len(hv.Bounds))
+			for j, b := range hv.Bounds {
+				buckets[b] = toCount(hv.Cumulative[j])
+			}
+			met, err := prometheus.NewConstHistogram(d.hists[h], toCount(hv.Count), hv.Sum, buckets, e, m.Name)
+			if err != nil {
+				ch <- prometheus.NewInvalidMetric(d.hists[h], fmt.Errorf("model %q: %w", m.Name, err))
+				continue
+			}
+			ch <- met
+		}
+	}
+}
+
+func toCount(v float64) uint64 { return uint64(math.Round(v)) }

@@ -1,0 +1,282 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// ParseOptions tune one target's parser.
+type ParseOptions struct {
+	// DefaultModel is the model label for series that carry none.
+	DefaultModel string
+	// ModelLimit caps distinct models; 0 means no cap.
+	ModelLimit int
+}
+
+// Parser turns /metrics bodies of one engine into snapshots. It keeps a
+// cache keyed by the raw text of each series (what Prometheus' scrape loop
+// does), so a steady target costs one map lookup per sample and no
+// allocation. A Parser is not safe for concurrent use: keep one per target.
+type Parser struct {
+	tab    *table
+	opts   ParseOptions
+	st     *labels.SymbolTable
+	cache  map[string]*slot
+	models map[string]*modelAcc
+	gen    uint32
+	lbls   labels.Labels
+
+	// per-parse state
+	seen         int
+	dropped      int
+	droppedModel string
+	procStart    float64
+	procSeen     bool
+	errs         []error
+}
+
+// slot is what the parser learnt about one series the first time it saw it.
+type slot struct {
+	gen    uint32
+	ref    sampleRef // ref.src nil: not part of the contract
+	model  *modelAcc
+	bucket int // index into the histogram accumulator, -1 for +Inf
+	reason string
+	proc   bool // process_start_time_seconds
+	over   string
+}
+
+// NewParser returns a parser for one engine.
+func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
+	tab, ok := tables[e]
+	if !ok {
+		return nil, fmt.Errorf("unknown engine %q", e)
+	}
+	if opts.DefaultModel == "" {
+		opts.DefaultModel = "unknown"
+	}
+	return &Parser{
+		tab:    tab,
+		opts:   opts,
+		st:     labels.NewSymbolTable(),
+		cache:  map[string]*slot{},
+		models: map[string]*modelAcc{},
+	}, nil
+}
+
+// Engine is the engine this parser reads.
+func (p *Parser) Engine() snapshot.Engine { return p.tab.engine }
+
+// Parse reads one body. contentType selects Prometheus text 0.0.4 or
+// OpenMetrics 1.0 (empty means text). A malformed body is an error and
+// yields no snapshot; a family that is present but unusable (a histogram
+// cut short) is left out and reported in Snapshot.Errors.
+func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapshot.Snapshot, error) {
+	tp, err := textparse.New(body, contentType, p.st, textparse.ParserOptions{
+		FallbackContentType:     "text/plain",
+		OpenMetricsSkipSTSeries: true,
+	})
+	if tp == nil {
+		return nil, fmt.Errorf("unsupported content type: %w", err)
+	}
+	p.begin()
+	var last []byte
+	entries := 0
+	for {
+		et, err := tp.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, p.syntaxError(err, entries, last)
+		}
+		entries++
+		if et != textparse.EntrySeries {
+			continue
+		}
+		series, _, v := tp.Series()
+		last = series
+		s := p.cache[string(series)]
+		if s == nil {
+			s = p.learn(tp, series)
+		}
+		p.apply(s, v)
+	}
+	return p.finish(now), nil
+}
+
+func (p *Parser) syntaxError(err error, entries int, last []byte) error {
+	if last == nil {
+		return fmt.Errorf("malformed exposition at entry %d (before any sample): %w", entries+1, err)
+	}
+	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", entries+1, last, err)
+}
+
+func (p *Parser) begin() {
+	p.gen++
+	p.seen, p.dropped, p.droppedModel = 0, 0, ""
+	p.procStart, p.procSeen = 0, false
+	p.errs = nil
+}
+
+// learn classifies a series seen for the first time.
+func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
+	tp.Labels(&p.lbls)
+	s := &slot{bucket: -1}
+	name := p.lbls.Get(labels.MetricName)
+	if name == "process_start_time_seconds" {
+		s.proc = true
+		p.cache[string(series)] = s
+		return s
+	}
+	ref, ok := p.tab.samples[name]
+	if !ok {
+		p.cache[string(series)] = s
+		return s
+	}
+	model := ""
+	for _, k := range p.tab.modelLabels {
+		if model = p.lbls.Get(k); model != "" {
+			break
+		}
+	}
+	if model == "" {
+		model = p.opts.DefaultModel
+	}
+	for _, k := range p.tab.reasonLabels {
+		if s.reason = p.lbls.Get(k); s.reason != "" {
+			break
+		}
+	}
+	if ref.src.kind == kindFinished && s.reason == "" {
+		s.reason = "unknown"
+	}
+	acc := p.models[model]
+	if acc == nil {
+		if p.opts.ModelLimit > 0 && len(p.models) >= p.opts.ModelLimit {
+			s.over = model
+			p.cache[string(series)] = s
+			return s
+		}
+		acc = newModelAcc(model, len(p.tab.sources))
+		p.models[model] = acc
+	}
+	s.ref, s.model = ref, acc
+	if ref.src.kind == kindHist {
+		acc.hist(ref.src.id)
+	}
+	if ref.part == partBucket {
+		le := p.lbls.Get(labels.BucketLabel)
+		bound, err := strconv.ParseFloat(le, 64)
+		switch {
+		case err != nil || math.IsNaN(bound):
+			p.errs = append(p.errs, &FamilyError{Family: ref.src.family, Model: model, Err: fmt.Errorf("bucket with le=%q is not a number", le)})
+			s.ref = sampleRef{}
+		case !math.IsInf(bound, +1):
+			s.bucket = acc.hist(ref.src.id).boundIndex(bound)
+		}
+	}
+	p.cache[string(series)] = s
+	return s
+}
+
+func (p *Parser) apply(s *slot, v float64) {
+	if s.gen != p.gen {
+		s.gen = p.gen
+		p.seen++
+	}
+	switch {
+	case s.ref.src != nil:
+		s.model.add(p.gen, s, v)
+	case s.proc:
+		p.procStart, p.procSeen = v, true
+	case s.over != "":
+		p.dropped++
+		p.droppedModel = s.over
+	}
+}
+
+// finish builds the snapshot and forgets series and models that were not
+// in this body (an engine restart or a version change renames them).
+func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
+	snap := &snapshot.Snapshot{Engine: p.tab.engine, Time: now}
+	if p.procSeen {
+		snap.ProcessStart = p.procStart
+	}
+	for _, acc := range p.models {
+		if acc.gen != p.gen {
+			continue
+		}
+		m, errs := acc.build(p.tab, p.gen)
+		snap.Models = append(snap.Models, m)
+		p.errs = append(p.errs, errs...)
+	}
+	slices.SortFunc(snap.Models, func(a, b snapshot.Model) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	if p.dropped > 0 {
+		p.errs = append(p.errs, &FamilyError{Model: p.droppedModel, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
+	}
+	snap.Errors = p.errs
+	p.sweep()
+	return snap
+}
+
+func (p *Parser) sweep() {
+	if p.seen == len(p.cache) {
+		return
+	}
+	for k, s := range p.cache {
+		if s.gen != p.gen {
+			delete(p.cache, k)
+		}
+	}
+	removed := false
+	for name, acc := range p.models {
+		if acc.gen != p.gen {
+			delete(p.models, name)
+			removed = true
+		}
+	}
+	if removed {
+		// Room for models that were over the limit: let them be learnt again.
+		for k, s := range p.cache {
+			if s.over != "" {
+				delete(p.cache, k)
+			}
+		}
+	}
+}
+
+// FamilyError is a problem with one family of one model: the family is left
+// out of the snapshot, everything else stands.
+type FamilyError struct {
+	Family string
+	Model  string
+	Err    error
+}
+
+func (e *FamilyError) Error() string {
+	if e.Family == "" {
+		return fmt.Sprintf("model %q: %v", e.Model, e.Err)
+	}
+	return fmt.Sprintf("%s (model %q): %v", e.Family, e.Model, e.Err)
+}
+
+func (e *FamilyError) Unwrap() error { return e.Err }

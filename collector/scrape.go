@@ -1,0 +1,219 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// Reasons a scrape fails, the values of the reason label of
+// goodput_exporter_target_scrape_errors_total.
+const (
+	ReasonTimeout       = "timeout"
+	ReasonConnect       = "connect"
+	ReasonHTTPStatus    = "http_status"
+	ReasonBodyTooLarge  = "body_too_large"
+	ReasonRedirect      = "redirect"
+	ReasonRead          = "read"
+	ReasonParse         = "parse"
+	ReasonUnknownEngine = "unknown_engine"
+)
+
+// ScrapeReasons lists every reason, so that error counters can start at 0.
+var ScrapeReasons = []string{ReasonTimeout, ReasonConnect, ReasonHTTPStatus, ReasonBodyTooLarge, ReasonRedirect, ReasonRead, ReasonParse, ReasonUnknownEngine}
+
+// ScrapeError is a failed scrape with the reason it is counted under.
+type ScrapeError struct {
+	Reason string
+	Err    error
+}
+
+func (e *ScrapeError) Error() string { return e.Err.Error() }
+func (e *ScrapeError) Unwrap() error { return e.Err }
+
+// acceptHeader asks for the classic text format first; OpenMetrics 1.0 is
+// read as well (newer vLLM frontends serve it).
+const acceptHeader = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.8,*/*;q=0.1"
+
+// ScraperConfig describes one target.
+type ScraperConfig struct {
+	Name    string
+	URL     string
+	Engine  snapshot.Engine // empty: detect from the first body
+	Timeout time.Duration
+	MaxBody int64
+	Parse   ParseOptions
+	// Transport is shared between targets; nil uses a default one.
+	Transport http.RoundTripper
+}
+
+// Scraper fetches and parses one target. It is not safe for concurrent
+// use: one goroutine per target owns it.
+type Scraper struct {
+	cfg    ScraperConfig
+	client *http.Client
+	parser *Parser
+	buf    bytes.Buffer
+	prev   *snapshot.Snapshot
+	host   string
+}
+
+// NewScraper checks the URL and prepares a client that refuses redirects
+// off the target's host.
+func NewScraper(cfg ScraperConfig) (*Scraper, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", cfg.Name, err)
+	}
+	if cfg.MaxBody <= 0 {
+		return nil, fmt.Errorf("target %s: body cap must be positive", cfg.Name)
+	}
+	s := &Scraper{cfg: cfg, host: u.Host}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = NewTransport()
+	}
+	s.client = &http.Client{Transport: rt, CheckRedirect: s.checkRedirect}
+	if cfg.Engine != "" {
+		if s.parser, err = NewParser(cfg.Engine, cfg.Parse); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// NewTransport is the HTTP transport for engine scrapes: no proxy (engines
+// are on this node), bounded dials, gzip handled transparently.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
+var errRedirectOffHost = errors.New("redirect off the target's host")
+
+func (s *Scraper) checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.URL.Host != s.host {
+		return fmt.Errorf("%w: %s redirects to %s", errRedirectOffHost, s.cfg.URL, req.URL.Redacted())
+	}
+	if len(via) >= 5 {
+		return fmt.Errorf("%w: more than 5 redirects", errRedirectOffHost)
+	}
+	return nil
+}
+
+// Engine returns the engine in use, "" until detected.
+func (s *Scraper) Engine() snapshot.Engine {
+	if s.parser == nil {
+		return ""
+	}
+	return s.parser.Engine()
+}
+
+// Result is one scrape's outcome besides the snapshot.
+type Result struct {
+	// Detected is set on the scrape that detected the engine.
+	Detected snapshot.Engine
+	// Restart says why the snapshot does not continue the previous one.
+	Restart string
+	// Bytes is the size of the (decompressed) body.
+	Bytes int
+}
+
+// Scrape fetches the target once and returns its snapshot.
+func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error) {
+	var res Result
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	ct, header, err := s.fetch(ctx)
+	if err != nil {
+		return nil, res, err
+	}
+	body := s.buf.Bytes()
+	res.Bytes = len(body)
+	if s.parser == nil {
+		e, ok := Detect(body)
+		if !ok {
+			return nil, res, &ScrapeError{ReasonUnknownEngine, errors.New("no vllm:, sglang: or llamacpp: metrics in the body; set engine: explicitly if this is an engine")}
+		}
+		if s.parser, err = NewParser(e, s.cfg.Parse); err != nil {
+			return nil, res, &ScrapeError{ReasonUnknownEngine, err}
+		}
+		res.Detected = e
+	}
+	snap, err := s.parser.Parse(body, ct, time.Now())
+	if err != nil {
+		return nil, res, &ScrapeError{ReasonParse, err}
+	}
+	snap.Target = s.cfg.Name
+	if snap.ProcessStart == 0 {
+		// llama-server sends its start time as a header.
+		if v, err := strconv.ParseFloat(header.Get("Process-Start-Time-Unix"), 64); err == nil {
+			snap.ProcessStart = v
+		}
+	}
+	res.Restart = MarkRestart(s.prev, snap)
+	s.prev = snap
+	return snap, res, nil
+}
+
+func (s *Scraper) fetch(ctx context.Context) (string, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	if err != nil {
+		return "", nil, &ScrapeError{ReasonConnect, err}
+	}
+	req.Header.Set("Accept", acceptHeader)
+	req.Header.Set("User-Agent", "goodput-exporter")
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(s.cfg.Timeout.Seconds(), 'f', -1, 64))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", nil, classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		msg := fmt.Sprintf("HTTP %s", resp.Status)
+		if resp.StatusCode == http.StatusNotImplemented {
+			msg += " (llama-server serves /metrics only when started with --metrics)"
+		}
+		if t := strings.TrimSpace(string(snippet)); t != "" {
+			msg += ": " + t
+		}
+		return "", nil, &ScrapeError{ReasonHTTPStatus, errors.New(msg)}
+	}
+	s.buf.Reset()
+	n, err := s.buf.ReadFrom(io.LimitReader(resp.Body, s.cfg.MaxBody+1))
+	if err != nil {
+		return "", nil, classify(ctx, fmt.Errorf("reading body: %w", err))
+	}
+	if n > s.cfg.MaxBody {
+		return "", nil, &ScrapeError{ReasonBodyTooLarge, fmt.Errorf("body larger than the %d-byte cap (max_body_size)", s.cfg.MaxBody)}
+	}
+	return resp.Header.Get("Content-Type"), resp.Header, nil
+}
+
+func classify(ctx context.Context, err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errRedirectOffHost):
+		return &ScrapeError{ReasonRedirect, err}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &ScrapeError{ReasonTimeout, fmt.Errorf("timed out: %w", err)}
+	case strings.HasPrefix(err.Error(), "reading body"):
+		return &ScrapeError{ReasonRead, err}
+	}
+	return &ScrapeError{ReasonConnect, err}
+}

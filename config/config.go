@@ -1,0 +1,138 @@
+// Package config reads the daemon's YAML configuration file: the engine
+// targets to scrape and their defaults. Decoding is strict (an unknown key
+// is an error naming its line) and every validation error carries the line
+// of the key it is about.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults used when neither the file nor a flag says otherwise.
+const (
+	DefaultMaxBodySize = 32 << 20
+	DefaultModelLimit  = 100
+)
+
+// Config is the whole file.
+type Config struct {
+	// Defaults apply to every target that does not set its own value.
+	Defaults TargetDefaults `yaml:"defaults"`
+	Targets  []Target       `yaml:"targets"`
+}
+
+// TargetDefaults are the per-target settings a file may set once.
+type TargetDefaults struct {
+	Timeout     model.Duration `yaml:"timeout"`
+	MaxBodySize ByteSize       `yaml:"max_body_size"`
+	ModelLimit  int            `yaml:"model_limit"`
+}
+
+// Target is one engine /metrics endpoint.
+type Target struct {
+	// Name is the value of the target label on every series of this engine.
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+	// Engine is auto, vllm, sglang or llamacpp.
+	Engine string `yaml:"engine"`
+	// Timeout bounds one scrape; 0 means the default.
+	Timeout model.Duration `yaml:"timeout"`
+	// MaxBodySize caps the (decompressed) response body.
+	MaxBodySize ByteSize `yaml:"max_body_size"`
+	// Model is the model label for engines whose series carry none
+	// (llama.cpp). Engines that label their series ignore it.
+	Model string `yaml:"model"`
+	// ModelLimit caps how many distinct models one target may report;
+	// series of further models are left out and counted.
+	ModelLimit int `yaml:"model_limit"`
+	// Labels are added to every series of this target.
+	Labels map[string]string `yaml:"labels"`
+}
+
+// EffectiveTimeout is the target's timeout, else the file default, else fallback.
+func (c *Config) EffectiveTimeout(t *Target, fallback time.Duration) time.Duration {
+	switch {
+	case t.Timeout > 0:
+		return time.Duration(t.Timeout)
+	case c.Defaults.Timeout > 0:
+		return time.Duration(c.Defaults.Timeout)
+	}
+	return fallback
+}
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse decodes and validates a configuration document. The error, if
+// any, is of type Errors and lists every problem with its line.
+func Parse(data []byte) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fromYAML(err)
+	}
+	cfg := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fromYAML(err)
+	}
+	cfg.applyDefaults()
+	if errs := cfg.validate(locator{&root}); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Defaults.MaxBodySize == 0 {
+		c.Defaults.MaxBodySize = DefaultMaxBodySize
+	}
+	if c.Defaults.ModelLimit == 0 {
+		c.Defaults.ModelLimit = DefaultModelLimit
+	}
+	for i := range c.Targets {
+		c.Targets[i].applyDefaults(&c.Defaults)
+	}
+}
+
+func (t *Target) applyDefaults(d *TargetDefaults) {
+	if t.Engine == "" {
+		t.Engine = "auto"
+	}
+	if t.MaxBodySize == 0 {
+		t.MaxBodySize = d.MaxBodySize
+	}
+	if t.ModelLimit == 0 {
+		t.ModelLimit = d.ModelLimit
+	}
+	if t.Model == "" {
+		t.Model = "unknown"
+	}
+}
+
+// AddTargets appends targets given outside the file (--target NAME=URL)
+// and validates the result again.
+func (c *Config) AddTargets(ts []Target) error {
+	for _, t := range ts {
+		t.applyDefaults(&c.Defaults)
+		c.Targets = append(c.Targets, t)
+	}
+	if errs := c.validate(locator{}); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}

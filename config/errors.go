@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is one problem in a configuration file, with the line it is on.
+type Error struct {
+	Line int    // 1-based; 0 when unknown
+	Path string // e.g. targets[1].url
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in one file, in file order.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// yamlLine matches the "line N: msg" items of a yaml TypeError.
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// fromYAML turns a yaml decoding error into Errors, one per problem.
+func fromYAML(err error) Errors {
+	var out Errors
+	if te, ok := err.(*yaml.TypeError); ok {
+		for _, m := range te.Errors {
+			out = append(out, lineError(m))
+		}
+		return out
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	return Errors{lineError(msg)}
+}
+
+func lineError(msg string) *Error {
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &Error{Line: n, Msg: m[2]}
+	}
+	return &Error{Msg: msg}
+}
+
+// locator finds the line of a path in the parsed YAML tree, so that a
+// validation error can point at the offending key.
+type locator struct{ root *yaml.Node }
+
+// line returns the line of the node at path (map keys as strings, sequence
+// indexes as ints), or of the deepest ancestor that exists.
+func (l locator) line(path ...any) int {
+	n := l.root
+	if n == nil {
+		return 0
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, p := range path {
+		next, keyLine := child(n, p)
+		if next == nil {
+			if keyLine > 0 {
+				return keyLine
+			}
+			return line
+		}
+		n, line = next, next.Line
+		if keyLine > 0 {
+			line = keyLine
+		}
+	}
+	return line
+}
+
+func child(n *yaml.Node, p any) (*yaml.Node, int) {
+	switch k := p.(type) {
+	case string:
+		if n.Kind != yaml.MappingNode {
+			return nil, 0
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				return n.Content[i+1], n.Content[i].Line
+			}
+		}
+	case int:
+		if n.Kind == yaml.SequenceNode && k >= 0 && k < len(n.Content) {
+			return n.Content[k], 0
+		}
+	}
+	return nil, 0
+}
