@@ -12,7 +12,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -31,9 +30,9 @@ type Config struct {
 
 // TargetDefaults are the per-target settings a file may set once.
 type TargetDefaults struct {
-	Timeout     model.Duration `yaml:"timeout"`
-	MaxBodySize ByteSize       `yaml:"max_body_size"`
-	ModelLimit  int            `yaml:"model_limit"`
+	Timeout     Duration `yaml:"timeout"`
+	MaxBodySize ByteSize `yaml:"max_body_size"`
+	ModelLimit  int      `yaml:"model_limit"`
 }
 
 // Target is one engine /metrics endpoint.
@@ -44,7 +43,7 @@ type Target struct {
 	// Engine is auto, vllm, sglang or llamacpp.
 	Engine string `yaml:"engine"`
 	// Timeout bounds one scrape; 0 means the default.
-	Timeout model.Duration `yaml:"timeout"`
+	Timeout Duration `yaml:"timeout"`
 	// MaxBodySize caps the (decompressed) response body.
 	MaxBodySize ByteSize `yaml:"max_body_size"`
 	// Model is the model label for engines whose series carry none

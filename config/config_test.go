@@ -1,0 +1,70 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGoodConfig(t *testing.T) {
+	cfg, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Targets) != 2 {
+		t.Fatalf("targets: %+v", cfg.Targets)
+	}
+	a, l := cfg.Targets[0], cfg.Targets[1]
+	if a.Engine != "vllm" || a.Labels["team"] != "search" || a.MaxBodySize != 16<<20 || a.ModelLimit != DefaultModelLimit {
+		t.Errorf("target a: %+v", a)
+	}
+	if l.Engine != "auto" || l.Model != "lfm2.5-8b" || l.MaxBodySize != 1<<20 {
+		t.Errorf("target llama: %+v", l)
+	}
+	if got := cfg.EffectiveTimeout(&a, time.Minute); got != 3*time.Second {
+		t.Errorf("default timeout: %v", got)
+	}
+	if got := cfg.EffectiveTimeout(&l, time.Minute); got != time.Second {
+		t.Errorf("own timeout: %v", got)
+	}
+}
+
+// Each invalid-*.yml must fail with exactly the lines of its .err file.
+func TestInvalidConfigs(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.yml")
+	if len(files) < 5 {
+		t.Fatalf("only %d invalid configs", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".yml") + ".err")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(f)
+			if err == nil {
+				t.Fatal("loaded an invalid config")
+			}
+			if got := err.Error() + "\n"; got != string(want) {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestEmptyFileIsValid(t *testing.T) {
+	cfg, err := Parse(nil)
+	if err != nil || len(cfg.Targets) != 0 || cfg.Defaults.MaxBodySize != DefaultMaxBodySize {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+}
+
+func TestAddTargetsRejectsDuplicates(t *testing.T) {
+	cfg, _ := Parse([]byte("targets:\n  - name: a\n    url: http://127.0.0.1:1/metrics\n"))
+	err := cfg.AddTargets([]Target{{Name: "a", URL: "http://127.0.0.1:2/metrics"}})
+	if err == nil || !strings.Contains(err.Error(), `"a" is already used`) {
+		t.Fatalf("err = %v", err)
+	}
+}
