@@ -113,11 +113,12 @@ func (b *NVML) readDevice(i int) Device {
 	steps := []func() error{
 		func() (err error) { d.UUID, err = h.UUID(); return },
 		func() (err error) { d.Name, err = h.Name(); return },
-		func() error { v, err := h.PowerMilliwatts(); set(&d.PowerW, float64(v)/1e3, err); return err },
-		func() error { v, err := h.EnforcedLimitMilliwatts(); set(&d.PowerLimitW, float64(v)/1e3, err); return err },
-		func() error { v, err := h.EnergyMillijoules(); set(&d.EnergyJ, float64(v)/1e3, err); return err },
-		func() error { v, err := h.SMClockMHz(); set(&d.SMClockHz, float64(v)*1e6, err); return err },
-		func() error { v, err := h.MaxSMClockMHz(); set(&d.SMClockMaxHz, float64(v)*1e6, err); return err },
+		func() error { return into[uint32](&d.PowerW, 1, 1e3)(h.PowerMilliwatts()) },
+		func() error { return into[uint32](&d.PowerLimitW, 1, 1e3)(h.EnforcedLimitMilliwatts()) },
+		func() error { return into[uint64](&d.EnergyJ, 1, 1e3)(h.EnergyMillijoules()) },
+		func() error { return into[uint32](&d.SMClockHz, 1e6, 1)(h.SMClockMHz()) },
+		func() error { return into[uint32](&d.SMClockMaxHz, 1e6, 1)(h.MaxSMClockMHz()) },
+		func() error { return into[uint32](&d.Utilization, 1, 100)(h.UtilizationPercent()) },
 		func() error {
 			v, err := h.ClockEventReasons()
 			if err == nil {
@@ -125,11 +126,11 @@ func (b *NVML) readDevice(i int) Device {
 			}
 			return err
 		},
-		func() error { v, err := h.UtilizationPercent(); set(&d.Utilization, float64(v)/100, err); return err },
 		func() error {
 			used, total, err := h.Memory()
-			set(&d.MemUsedB, float64(used), err)
-			set(&d.MemTotalB, float64(total), err)
+			if err == nil {
+				d.MemUsedB, d.MemTotalB = Some(float64(used)), Some(float64(total))
+			}
 			return err
 		},
 		func() error {
@@ -154,9 +155,13 @@ func (b *NVML) readDevice(i int) Device {
 	return d
 }
 
-// set stores v in dst when err is nil.
-func set(dst *Value, v float64, err error) {
-	if err == nil {
-		*dst = Some(v)
+// into returns a function that stores v*mul/div in dst when err is nil,
+// and passes err on. Dividing keeps mW to W exact for whole watts.
+func into[T uint32 | uint64](dst *Value, mul, div float64) func(T, error) error {
+	return func(v T, err error) error {
+		if err == nil {
+			*dst = Some(float64(v) * mul / div)
+		}
+		return err
 	}
 }
