@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/alecthomas/kong"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+)
+
+// errReported means the command already printed what went wrong; main
+// only sets the exit status.
+var errReported = errors.New("reported")
+
+// cli is the whole command line. Each command is a struct with a Run
+// method; kong picks one and binds env.
+type cli struct {
+	LogLevel  string `name:"log.level" default:"info" enum:"debug,info,warn,error" help:"Only log messages at or above this level (${enum})."`
+	LogFormat string `name:"log.format" default:"logfmt" enum:"logfmt,json" help:"Log line format (${enum})."`
+
+	Serve       serveCmd       `cmd:"" default:"withargs" help:"Scrape the configured engines and serve /metrics (the default command)."`
+	CheckConfig checkConfigCmd `cmd:"" name:"check-config" help:"Validate a configuration file and print every error with its line."`
+	Version     versionCmd     `cmd:"" help:"Print the version and build information."`
+}
+
+// env is what every command receives.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	logger *slog.Logger
+}
+
+type exitCode int
+
+// run parses args and runs the chosen command. Tests call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("goodput-exporter"),
+		kong.Description("Goodput against SLOs, KV-cache pressure and failure modes of LLM inference engines, for Prometheus."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.UsageOnError(),
+	)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			code, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			if code != 0 {
+				err = errReported
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		parser.Errorf("%s", err)
+		return errReported
+	}
+	lvl := promslog.NewLevel()
+	if err := lvl.Set(c.LogLevel); err != nil {
+		return err
+	}
+	format := promslog.NewFormat()
+	if err := format.Set(c.LogFormat); err != nil {
+		return err
+	}
+	logger := promslog.New(&promslog.Config{Level: lvl, Format: format, Writer: stderr})
+	return kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, logger: logger})
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	fmt.Fprintln(e.stdout, version.Print("goodput-exporter"))
+	return nil
+}

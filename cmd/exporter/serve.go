@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/exporter"
+)
+
+type serveCmd struct {
+	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"YAML configuration file (targets). Reloaded on SIGHUP and POST /-/reload."`
+	ListenAddress []string      `name:"web.listen-address" default:":9835" help:"Addresses to listen on for /metrics (repeatable)."`
+	TelemetryPath string        `name:"web.telemetry-path" default:"/metrics" help:"Path under which to expose metrics."`
+	WebConfigFile string        `name:"web.config.file" placeholder:"FILE" help:"exporter-toolkit web configuration file for TLS and basic auth."`
+	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
+	Timeout       time.Duration `name:"collect.timeout" default:"4s" help:"Timeout of one engine scrape when the configuration sets none."`
+	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
+}
+
+// Validate checks the flags before anything starts.
+func (s *serveCmd) Validate() error {
+	if s.Interval <= 0 {
+		return errors.New("--collect.interval must be positive")
+	}
+	if s.Timeout <= 0 || s.Timeout > s.Interval {
+		return fmt.Errorf("--collect.timeout (%v) must be positive and not longer than --collect.interval (%v)", s.Timeout, s.Interval)
+	}
+	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
+		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
+	}
+	_, err := parseTargetFlags(s.Targets)
+	return err
+}
+
+func parseTargetFlags(flags []string) ([]config.Target, error) {
+	var out []config.Target
+	for _, f := range flags {
+		name, url, ok := strings.Cut(f, "=")
+		if !ok || name == "" || url == "" {
+			return nil, fmt.Errorf("--target %q: want NAME=URL", f)
+		}
+		out = append(out, config.Target{Name: name, URL: url})
+	}
+	return out, nil
+}
+
+// loader reads the file (if any) and appends the --target flags.
+func (s *serveCmd) loader() exporter.Loader {
+	return func() (*config.Config, error) {
+		cfg, err := config.Parse(nil)
+		if s.ConfigFile != "" {
+			cfg, err = config.Load(s.ConfigFile)
+		}
+		if err != nil {
+			return nil, err
+		}
+		extra, err := parseTargetFlags(s.Targets)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.AddTargets(extra); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+}
+
+func (s *serveCmd) Run(e *env) error {
+	if s.WebConfigFile != "" {
+		if err := web.Validate(s.WebConfigFile); err != nil {
+			return fmt.Errorf("--web.config.file: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger})
+	load := s.loader()
+	if err := ex.Start(ctx, load); err != nil {
+		return err
+	}
+	defer ex.Wait()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				ex.Reload(load)
+			}
+		}
+	}()
+
+	var reload exporter.Loader
+	if s.ConfigFile != "" {
+		reload = load
+	}
+	srv := &http.Server{Handler: ex.Handler(s.TelemetryPath, reload), ReadHeaderTimeout: 10 * time.Second}
+	return serveHTTP(ctx, srv, s.ListenAddress, s.WebConfigFile, e)
+}
+
+// serveHTTP listens on every address and serves until ctx ends or a
+// listener fails.
+func serveHTTP(ctx context.Context, srv *http.Server, addrs []string, webConfig string, e *env) error {
+	var listeners []net.Listener
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, o := range listeners {
+				o.Close()
+			}
+			return fmt.Errorf("listening on %s: %w", a, err)
+		}
+		listeners = append(listeners, l)
+	}
+	noSystemd := false
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &noSystemd, WebConfigFile: &webConfig}
+	errc := make(chan error, len(listeners))
+	for _, l := range listeners {
+		go func() { errc <- web.Serve(l, srv, flags, e.logger) }()
+	}
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		return nil
+	case err := <-errc:
+		srv.Close()
+		return err
+	}
+}

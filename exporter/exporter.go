@@ -1,0 +1,162 @@
+// Package exporter is the daemon: one collection goroutine per engine
+// target, a renderer that gathers and encodes the exposition once per
+// cycle, and the HTTP handlers that serve it. A Prometheus scrape of
+// /metrics only copies bytes; it never waits on an engine.
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/config"
+)
+
+// Options are the daemon's command-line settings.
+type Options struct {
+	// Interval between two scrapes of one target.
+	Interval time.Duration
+	// Timeout of one scrape when the config file sets none.
+	Timeout time.Duration
+	// NoJitter starts every target at once (tests); by default each target
+	// starts at a random offset within the first interval.
+	NoJitter bool
+	Logger   *slog.Logger
+}
+
+// Exporter owns the targets and the rendered exposition.
+type Exporter struct {
+	opts      Options
+	logger    *slog.Logger
+	transport *http.Transport
+
+	mu      sync.Mutex // guards cfg and targets
+	cfg     *config.Config
+	targets map[string]*target
+	ctx     context.Context
+
+	reg      *prometheus.Registry
+	gatherer prometheus.Gatherers
+	self     *selfMetrics
+	render   *renderer
+}
+
+// New builds an exporter; Run starts it.
+func New(opts Options) *Exporter {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Exporter{
+		opts:      opts,
+		logger:    opts.Logger,
+		transport: collector.NewTransport(),
+		targets:   map[string]*target{},
+		reg:       prometheus.NewRegistry(),
+	}
+	e.self = newSelfMetrics(e.reg)
+	e.reg.MustRegister(versioncollector.NewCollector("goodput_exporter"), (*engineCollector)(e))
+	// Go and process metrics live on their own registry, as in node_exporter.
+	runtime := prometheus.NewRegistry()
+	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e.gatherer = prometheus.Gatherers{e.reg, runtime}
+	e.render = newRenderer(e.gatherer, e.self, e.logger)
+	return e
+}
+
+// Registry is the registry of the exporter's own and engine series,
+// without Go and process metrics (for tests and linting).
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Start loads the first configuration and starts collecting until ctx
+// ends; Wait blocks until every target goroutine has stopped.
+func (e *Exporter) Start(ctx context.Context, load Loader) error {
+	e.mu.Lock()
+	e.ctx = ctx
+	e.mu.Unlock()
+	if err := e.Reload(load); err != nil {
+		return err
+	}
+	go e.render.loop(ctx, e.opts.Interval/4)
+	return nil
+}
+
+// Wait stops every target once ctx has ended.
+func (e *Exporter) Wait() {
+	<-e.ctx.Done()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.targets {
+		t.stop()
+	}
+}
+
+// ApplyConfig starts new targets, stops removed ones and restarts changed
+// ones; unchanged targets keep running with their state.
+func (e *Exporter) ApplyConfig(cfg *config.Config) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ctx == nil {
+		return fmt.Errorf("exporter not running")
+	}
+	next := map[string]*target{}
+	var started []*target
+	for i := range cfg.Targets {
+		tc := cfg.Targets[i]
+		timeout := cfg.EffectiveTimeout(&tc, e.opts.Timeout)
+		if old, ok := e.targets[tc.Name]; ok && reflect.DeepEqual(old.cfg, tc) && old.timeout == timeout {
+			next[tc.Name] = old
+			continue
+		}
+		t, err := newTarget(tc, timeout, e)
+		if err != nil {
+			for _, s := range started {
+				s.stop()
+			}
+			return err
+		}
+		next[tc.Name] = t
+		started = append(started, t)
+	}
+	for name, old := range e.targets {
+		if next[name] != old {
+			old.stop()
+			e.self.forget(name)
+		}
+	}
+	e.cfg, e.targets = cfg, next
+	for _, t := range started {
+		t.start(e.ctx, e.opts.Interval, e.opts.NoJitter)
+	}
+	e.render.request()
+	return nil
+}
+
+// sortedTargets returns the running targets by name.
+func (e *Exporter) sortedTargets() []*target {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*target, 0, len(e.targets))
+	for _, t := range e.targets {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *target) int {
+		switch {
+		case a.cfg.Name < b.cfg.Name:
+			return -1
+		case a.cfg.Name > b.cfg.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

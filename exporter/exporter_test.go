@@ -1,0 +1,303 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/goodput-exporter/goodput-exporter/config"
+)
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harness struct {
+	t   *testing.T
+	ex  *Exporter
+	web *httptest.Server
+	log *syncBuffer
+}
+
+func fixture(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../collector/testdata/fixtures/" + rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func serveBody(t *testing.T, body []byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func startExporter(t *testing.T, interval, timeout time.Duration, targets ...config.Target) *harness {
+	t.Helper()
+	logs := &syncBuffer{}
+	ex := New(Options{Interval: interval, Timeout: timeout, NoJitter: true,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	load := func() (*config.Config, error) {
+		cfg, _ := config.Parse(nil)
+		return cfg, cfg.AddTargets(targets)
+	}
+	if err := ex.Start(ctx, load); err != nil {
+		t.Fatal(err)
+	}
+	web := newWeb(t, ex.Handler("/metrics", load))
+	t.Cleanup(func() {
+		cancel()
+		ex.Wait()
+	})
+	return &harness{t: t, ex: ex, web: web, log: logs}
+}
+
+func newWeb(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// metrics fetches /metrics over HTTP and parses it.
+func (h *harness) metrics() map[string]*dto.MetricFamily {
+	h.t.Helper()
+	resp, err := http.Get(h.web.URL + "/metrics")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return mfs
+}
+
+// value returns the sample of family name whose labels include want, or -1.
+func value(mfs map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	mf := mfs[name]
+	if mf == nil {
+		return -1
+	}
+next:
+	for _, m := range mf.Metric {
+		got := map[string]string{}
+		for _, lp := range m.Label {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// waitFor polls until cond holds or fails the test after 10 s.
+func (h *harness) waitFor(what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs := h.metrics()
+		if cond(mfs) {
+			return mfs
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Every kind of broken target: llm_up 0, its errors counted under the right
+// reason, one log line for the change of state however many scrapes fail,
+// the healthy target untouched, and /metrics answering while the broken
+// scrape is still in flight.
+func TestBrokenTargets(t *testing.T) {
+	good := serveBody(t, fixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom"))
+	elsewhere := serveBody(t, fixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom"))
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	handlers := map[string]http.HandlerFunc{
+		"timeout": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-hang:
+			}
+		},
+		"http_status": func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) },
+		"parse": func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte("vllm:num_requests_running{model_name=\"m\"} 1\nthis is not an exposition\n"))
+		},
+		"body_too_large": func(w http.ResponseWriter, _ *http.Request) {
+			chunk := bytes.Repeat([]byte("# padding padding padding padding\n"), 1<<15)
+			for written := 0; written < 100<<20; written += len(chunk) {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		},
+		"redirect": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+"/metrics", http.StatusFound)
+		},
+	}
+	for reason, h := range handlers {
+		t.Run(reason, func(t *testing.T) {
+			bad := httptest.NewServer(h)
+			defer bad.Close()
+			timeout := 300 * time.Millisecond
+			hs := startExporter(t, 300*time.Millisecond, timeout,
+				config.Target{Name: "good", URL: good.URL + "/metrics"},
+				config.Target{Name: "bad", URL: bad.URL + "/metrics", Engine: "vllm"},
+			)
+			mfs := hs.waitFor("three failed scrapes", func(m map[string]*dto.MetricFamily) bool {
+				return value(m, "goodput_exporter_target_scrape_errors_total", map[string]string{"target": "bad", "reason": reason}) >= 3
+			})
+			checkBrokenState(t, hs, mfs, reason)
+			if reason == "timeout" {
+				// A scrape of the hanging engine is in flight most of the
+				// time; /metrics must not wait for it.
+				start := time.Now()
+				hs.metrics()
+				if took := time.Since(start); took > timeout {
+					t.Errorf("/metrics took %v while an engine hung", took)
+				}
+			}
+		})
+	}
+}
+
+func checkBrokenState(t *testing.T, hs *harness, mfs map[string]*dto.MetricFamily, reason string) {
+	t.Helper()
+	if v := value(mfs, "llm_up", map[string]string{"target": "bad"}); v != 0 {
+		t.Errorf("llm_up bad = %v", v)
+	}
+	if v := value(mfs, "llm_up", map[string]string{"target": "good"}); v != 1 {
+		t.Errorf("llm_up good = %v", v)
+	}
+	if v := value(mfs, "llm_requests_running", map[string]string{"target": "good"}); v != 0 {
+		t.Errorf("good target's series missing or wrong: %v", v)
+	}
+	if v := value(mfs, "llm_requests_running", map[string]string{"target": "bad"}); v != -1 {
+		t.Errorf("a down target must not export engine series, got %v", v)
+	}
+	for _, r := range []string{"timeout", "connect", "http_status", "parse", "body_too_large", "redirect"} {
+		if v := value(mfs, "goodput_exporter_target_scrape_errors_total", map[string]string{"target": "good", "reason": r}); v != 0 {
+			t.Errorf("good target has %v %s errors", v, r)
+		}
+	}
+	logs := hs.log.String()
+	if n := strings.Count(logs, `msg="target down" target=bad reason=`+reason); n != 1 {
+		t.Errorf("want exactly one 'target down' line for %s, got %d:\n%s", reason, n, logs)
+	}
+	if strings.Contains(logs, "target=good reason") {
+		t.Errorf("good target logged a failure:\n%s", logs)
+	}
+}
+
+// A target that goes away: down with reason connect, one log line; when it
+// comes back: up, one log line.
+func TestTargetDisappearsAndReturns(t *testing.T) {
+	body := fixture(t, "sglang/sglang-from-source.prom")
+	var mu sync.Mutex
+	gone := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		g := gone
+		mu.Unlock()
+		if g {
+			// Drop the connection like a dead process would.
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond, config.Target{Name: "s", URL: srv.URL})
+	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "s"}) == 1 })
+	mu.Lock()
+	gone = true
+	mu.Unlock()
+	hs.waitFor("down after several scrapes", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "s"}) == 0 &&
+			value(m, "goodput_exporter_target_scrape_errors_total", map[string]string{"target": "s", "reason": "connect"}) >= 3
+	})
+	mu.Lock()
+	gone = false
+	mu.Unlock()
+	hs.waitFor("up again", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "s"}) == 1 })
+	logs := hs.log.String()
+	if strings.Count(logs, `msg="target down"`) != 1 || strings.Count(logs, `msg="target up again"`) != 1 {
+		t.Errorf("want one down and one up line:\n%s", logs)
+	}
+}
+
+func TestGzipAndLandingPage(t *testing.T) {
+	good := serveBody(t, fixture(t, "llamacpp/server-cuda-2026-lfm2.5-8b.prom"))
+	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond, config.Target{Name: "llama", URL: good.URL, Model: "lfm"})
+	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "llama"}) == 1 })
+	req, _ := http.NewRequest("GET", hs.web.URL+"/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("gzip not served: %v", resp.Header)
+	}
+	resp, err = http.Get(hs.web.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"llama", "llamacpp", `class="up"`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("landing page lacks %q:\n%s", want, page)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/goodput-exporter/goodput-exporter/config"
+)
+
+// POST /-/reload applies a new target set, keeps unchanged targets running,
+// and on a bad configuration keeps everything as it was.
+func TestReload(t *testing.T) {
+	a := serveBody(t, fixture(t, "vllm/v1-latest-from-source.prom"))
+	b := serveBody(t, fixture(t, "sglang/sglang-from-source.prom"))
+	var mu sync.Mutex
+	next := []config.Target{{Name: "a", URL: a.URL}}
+	var failNext error
+	load := func() (*config.Config, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failNext != nil {
+			return nil, failNext
+		}
+		cfg, _ := config.Parse(nil)
+		return cfg, cfg.AddTargets(next)
+	}
+	ex := New(Options{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, NoJitter: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ex.Wait() }()
+	if err := ex.Start(ctx, load); err != nil {
+		t.Fatal(err)
+	}
+	hs := &harness{t: t, ex: ex, log: &syncBuffer{}}
+	hs.web = newWeb(t, ex.Handler("/metrics", load))
+	hs.waitFor("a up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "a"}) == 1 })
+	ta := ex.targets["a"]
+
+	mu.Lock()
+	next = append(next, config.Target{Name: "b", URL: b.URL})
+	mu.Unlock()
+	post(t, hs.web.URL+"/-/reload", http.StatusOK)
+	hs.waitFor("b up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "b"}) == 1 &&
+			value(m, "goodput_exporter_config_last_reload_successful", nil) == 1
+	})
+	if ex.targets["a"] != ta {
+		t.Error("an unchanged target was restarted by a reload")
+	}
+
+	mu.Lock()
+	failNext = errors.New("line 3: broken")
+	mu.Unlock()
+	body := post(t, hs.web.URL+"/-/reload", http.StatusBadRequest)
+	if !strings.Contains(body, "line 3: broken") {
+		t.Errorf("reload error not shown: %q", body)
+	}
+	mfs := hs.metrics()
+	if value(mfs, "goodput_exporter_config_last_reload_successful", nil) != 0 {
+		t.Error("failed reload not reflected in the gauge")
+	}
+	if value(mfs, "llm_up", map[string]string{"target": "b"}) != 1 || value(mfs, "llm_up", map[string]string{"target": "a"}) != 1 {
+		t.Error("a failed reload must keep the running targets")
+	}
+
+	mu.Lock()
+	failNext, next = nil, next[1:]
+	mu.Unlock()
+	post(t, hs.web.URL+"/-/reload", http.StatusOK)
+	mfs = hs.metrics()
+	if value(mfs, "llm_up", map[string]string{"target": "a"}) != -1 ||
+		value(mfs, "goodput_exporter_target_scrape_duration_seconds", map[string]string{"target": "a"}) != -1 {
+		t.Error("a removed target's series must go")
+	}
+	if resp, _ := http.Get(hs.web.URL + "/-/reload"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET /-/reload: %d", resp.StatusCode)
+	}
+}
+
+func post(t *testing.T, url string, want int) string {
+	t.Helper()
+	resp, err := http.Post(url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	n, _ := resp.Body.Read(buf)
+	sb.Write(buf[:n])
+	if resp.StatusCode != want {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, sb.String())
+	}
+	return sb.String()
+}

@@ -1,0 +1,182 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// target is one engine endpoint and its collection goroutine.
+type target struct {
+	cfg     config.Target
+	timeout time.Duration
+	descs   *collector.Descs
+	scraper *collector.Scraper
+	logger  *slog.Logger
+	ex      *Exporter
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu    sync.Mutex
+	state targetState
+}
+
+// targetState is what the renderer and the landing page read.
+type targetState struct {
+	snap       *snapshot.Snapshot // latest successful scrape
+	attempted  bool
+	up         bool
+	engine     snapshot.Engine
+	lastReason string
+	lastErr    string
+	lastScrape time.Time
+	familyErrs []string
+}
+
+func newTarget(tc config.Target, timeout time.Duration, e *Exporter) (*target, error) {
+	engine := snapshot.Engine("")
+	if tc.Engine != "auto" {
+		engine = snapshot.Engine(tc.Engine)
+	}
+	sc, err := collector.NewScraper(collector.ScraperConfig{
+		Name:      tc.Name,
+		URL:       tc.URL,
+		Engine:    engine,
+		Timeout:   timeout,
+		MaxBody:   int64(tc.MaxBodySize),
+		Parse:     collector.ParseOptions{DefaultModel: tc.Model, ModelLimit: tc.ModelLimit},
+		Transport: e.transport,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &target{
+		cfg:     tc,
+		timeout: timeout,
+		descs:   collector.NewDescs(tc.Name, tc.Labels),
+		scraper: sc,
+		logger:  e.logger.With("target", tc.Name),
+		ex:      e,
+		state:   targetState{engine: engine},
+	}, nil
+}
+
+func (t *target) start(parent context.Context, interval time.Duration, noJitter bool) {
+	ctx, cancel := context.WithCancel(parent)
+	t.cancel, t.done = cancel, make(chan struct{})
+	t.ex.self.init(t.cfg.Name)
+	go t.loop(ctx, interval, noJitter)
+}
+
+func (t *target) stop() {
+	if t.cancel != nil {
+		t.cancel()
+		<-t.done
+	}
+}
+
+// loop scrapes on a fixed interval. The first scrape waits a random
+// fraction of the interval so that targets (and nodes) do not all hit
+// their engines at the same instant.
+func (t *target) loop(ctx context.Context, interval time.Duration, noJitter bool) {
+	defer close(t.done)
+	if !noJitter {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(rand.N(interval)):
+		}
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		t.scrape(ctx)
+		t.ex.render.request()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *target) scrape(ctx context.Context) {
+	start := time.Now()
+	snap, res, err := t.scraper.Scrape(ctx)
+	if ctx.Err() != nil {
+		return // shutting down or reconfigured: not the engine's fault
+	}
+	elapsed := time.Since(start)
+	self := t.ex.self
+	self.scrapeDuration.WithLabelValues(t.cfg.Name).Set(elapsed.Seconds())
+	if res.Bytes > 0 {
+		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
+	}
+	if res.Detected != "" {
+		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
+	}
+	reason := ""
+	if err != nil {
+		reason = collector.ReasonConnect
+		var se *collector.ScrapeError
+		if errors.As(err, &se) {
+			reason = se.Reason
+		}
+		self.scrapeErrors.WithLabelValues(t.cfg.Name, reason).Inc()
+	}
+	if res.Restart != "" {
+		t.logger.Warn("engine restarted; counters start again", "why", res.Restart)
+	}
+
+	t.mu.Lock()
+	prev := t.state
+	st := &t.state
+	st.attempted, st.lastScrape = true, start
+	st.engine = t.scraper.Engine()
+	st.up = err == nil
+	st.lastReason = reason
+	if err != nil {
+		st.lastErr = err.Error()
+	} else {
+		st.snap = snap
+		st.familyErrs = errorStrings(snap.Errors)
+	}
+	cur := t.state
+	t.mu.Unlock()
+
+	// One log line per change of state, never one per scrape.
+	switch {
+	case err != nil && (!prev.attempted || prev.up || prev.lastReason != reason):
+		t.logger.Warn("target down", "reason", reason, "err", err)
+	case err == nil && prev.attempted && !prev.up:
+		t.logger.Info("target up again", "engine", cur.engine)
+	}
+	if err == nil && !slices.Equal(prev.familyErrs, cur.familyErrs) {
+		for _, fe := range cur.familyErrs {
+			t.logger.Warn("family left out", "err", fe)
+		}
+	}
+}
+
+func errorStrings(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// snapshotState returns a copy of the state for readers.
+func (t *target) snapshotState() targetState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
