@@ -257,7 +257,9 @@ func TestTargetDisappearsAndReturns(t *testing.T) {
 	}))
 	defer srv.Close()
 	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond, config.Target{Name: "s", URL: srv.URL})
-	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "s"}) == 1 })
+	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "s"}) == 1
+	})
 	mu.Lock()
 	gone = true
 	mu.Unlock()
@@ -268,7 +270,9 @@ func TestTargetDisappearsAndReturns(t *testing.T) {
 	mu.Lock()
 	gone = false
 	mu.Unlock()
-	hs.waitFor("up again", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "s"}) == 1 })
+	hs.waitFor("up again", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "s"}) == 1
+	})
 	logs := hs.log.String()
 	if strings.Count(logs, `msg="target down"`) != 1 || strings.Count(logs, `msg="target up again"`) != 1 {
 		t.Errorf("want one down and one up line:\n%s", logs)
@@ -278,7 +282,9 @@ func TestTargetDisappearsAndReturns(t *testing.T) {
 func TestGzipAndLandingPage(t *testing.T) {
 	good := serveBody(t, fixture(t, "llamacpp/server-cuda-2026-lfm2.5-8b.prom"))
 	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond, config.Target{Name: "llama", URL: good.URL, Model: "lfm"})
-	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "llama"}) == 1 })
+	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "llama"}) == 1
+	})
 	req, _ := http.NewRequest("GET", hs.web.URL+"/metrics", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := http.DefaultTransport.RoundTrip(req)

@@ -42,7 +42,7 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 
 type landingRow struct {
 	Name, URL, Engine, State, Age, Error string
-	FamilyErrors                          []string
+	FamilyErrors                         []string
 }
 
 var landingTmpl = template.Must(template.New("landing").Parse(`<!DOCTYPE html>

@@ -39,7 +39,9 @@ func TestReload(t *testing.T) {
 	}
 	hs := &harness{t: t, ex: ex, log: &syncBuffer{}}
 	hs.web = newWeb(t, ex.Handler("/metrics", load))
-	hs.waitFor("a up", func(m map[string]*dto.MetricFamily) bool { return value(m, "llm_up", map[string]string{"target": "a"}) == 1 })
+	hs.waitFor("a up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "a"}) == 1
+	})
 	ta := ex.targets["a"]
 
 	mu.Lock()
