@@ -51,8 +51,12 @@ func TestScrapeFailures(t *testing.T) {
 			}
 		}
 	})
-	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/metrics", http.StatusFound) })
-	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/metrics", http.StatusMovedPermanently) })
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/metrics", http.StatusFound)
+	})
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/metrics", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { w.Write(body) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
