@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/e2e-output.prom")
+
+// binary is built once by TestMain for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "goodput-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "goodput-exporter")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building the binary: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func serveFixture(t *testing.T, rel string) string {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+// startBinary runs the built daemon on a random loopback port and returns
+// its base URL once it listens.
+func startBinary(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct{ Msg, Address string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "Listening on" {
+				addr <- line.Address
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-time.After(20 * time.Second):
+		t.Fatal("daemon did not start listening")
+	}
+	return ""
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// volatile series change from run to run (timings, memory, build data).
+var volatile = regexp.MustCompile(`^(go_|process_|goodput_exporter_build_info|goodput_exporter_.*(duration|timestamp)_seconds|goodput_exporter_target_body_bytes)`)
+
+// stable keeps the samples and metadata of deterministic families.
+func stable(exposition string) string {
+	var out strings.Builder
+	for _, line := range strings.Split(exposition, "\n") {
+		name := line
+		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
+			name = rest
+		} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name = rest
+		}
+		if line == "" || volatile.MatchString(name) {
+			continue
+		}
+		out.WriteString(line + "\n")
+	}
+	return out.String()
+}
+
+// The built binary against a vLLM V1 capture and an SGLang capture: its
+// /metrics, less timings, must match the golden file, and promtool must
+// find nothing to complain about in the whole output.
+func TestEndToEnd(t *testing.T) {
+	base := startBinary(t,
+		"--target", "vllm-a="+serveFixture(t, "vllm/v1-latest-from-source.prom"),
+		"--target", "sglang-b="+serveFixture(t, "sglang/sglang-from-source.prom"),
+		"--collect.interval=200ms", "--collect.timeout=200ms")
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body = get(t, base+"/metrics")
+		if strings.Contains(body, `llm_up{engine="vllm",target="vllm-a"} 1`) && strings.Contains(body, `llm_up{engine="sglang",target="sglang-b"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("targets never came up:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got := stable(body)
+	golden := filepath.Join("testdata", "e2e-output.prom")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("e2e output differs from %s (run with -update after checking):\n%s", golden, diffLines(string(want), got))
+	}
+	promtoolCheck(t, body)
+}
+
+// promtoolCheck runs `promtool check metrics`. CI installs promtool and
+// sets GOODPUT_REQUIRE_PROMTOOL=1, so there the check can never be skipped.
+func promtoolCheck(t *testing.T, exposition string) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
+		}
+		t.Skip("promtool not installed")
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = strings.NewReader(exposition)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func diffLines(want, got string) string {
+	w := map[string]bool{}
+	for _, l := range strings.Split(want, "\n") {
+		w[l] = true
+	}
+	g := map[string]bool{}
+	var b strings.Builder
+	for _, l := range strings.Split(got, "\n") {
+		g[l] = true
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	return b.String()
+}
