@@ -85,9 +85,8 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 		}
 		st, tr := &t.states[idx], t.tracks[idx]
 		st.Present, tr.gen = true, t.gen
-		if len(st.SLOs) == 0 {
-			continue
-		}
+		// Baselines advance even for models no SLO matches, so that a
+		// reload that starts matching one measures from the last snapshot.
 		tr.advance(m, s.Restarted, s.Restarted || (running && !known))
 		for j := range st.SLOs {
 			st.SLOs[j].observe(m, tr)
@@ -109,21 +108,27 @@ func (t *Tracker) find(name string) (int, bool) {
 
 // add inserts a model and the SLOs that match it, keeping names sorted.
 func (t *Tracker) add(name string) int {
-	st := ModelState{Model: name}
+	st := ModelState{Model: name, SLOs: t.match(name)}
+	i, _ := t.find(name)
+	t.states = slices.Insert(t.states, i, st)
+	t.tracks = slices.Insert(t.tracks, i, &modelTrack{})
+	return i
+}
+
+// match returns fresh states for the SLOs that apply to the model.
+func (t *Tracker) match(model string) []SLOState {
+	var out []SLOState
 	for _, slo := range t.slos {
-		if !slo.Match.Matches(t.target, name) {
+		if !slo.Match.Matches(t.target, model) {
 			continue
 		}
 		ss := SLOState{SLO: slo.Name, Objectives: make([]ObjectiveState, len(slo.Objectives))}
 		for k, o := range slo.Objectives {
 			ss.Objectives[k].Objective = o
 		}
-		st.SLOs = append(st.SLOs, ss)
+		out = append(out, ss)
 	}
-	i, _ := t.find(name)
-	t.states = slices.Insert(t.states, i, st)
-	t.tracks = slices.Insert(t.tracks, i, &modelTrack{})
-	return i
+	return out
 }
 
 func (tr *modelTrack) advance(m *snapshot.Model, restarted, fresh bool) {
