@@ -55,7 +55,7 @@ func (t *Tracker) Target() string { return t.target }
 
 // Models returns the state of every model seen so far, sorted by name. The
 // slice and everything in it belong to the tracker and change on the next
-// Update; copy what must outlive it.
+// Update or Reconfigure; copy what must outlive it.
 func (t *Tracker) Models() []ModelState { return t.states }
 
 // Model returns the state of the named model, or nil.
