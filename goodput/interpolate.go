@@ -14,6 +14,9 @@ import "sort"
 // good; the +Inf bucket is counted as not good and reported as
 // interpolated, because nothing says where in (last, +Inf) they fell and
 // assuming any of them met the objective would flatter the SLO.
+//
+// t must be positive (Validate ensures it) and the histogram consistent:
+// cumulative never decreasing and never above count.
 func GoodAt(bounds, cumulative []float64, count, t float64) (good, interpolated float64) {
 	i := sort.SearchFloat64s(bounds, t)
 	switch {
