@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Lever is a way to make the simulated engine misbehave: healthy, or one
+// per failure mode. A lever changes the workload, the engine's settings
+// or the GPU's surroundings the way the incident happens in production;
+// the symptoms follow from the model.
+type Lever string
+
+// The levers.
+const (
+	Healthy             Lever = "healthy"
+	QueueGrowth         Lever = "queue_growth"
+	KVPreemption        Lever = "kv_preemption"
+	PrefillInterference Lever = "prefill_interference"
+	KVMonopoly          Lever = "kv_monopoly"
+	PrefixCacheCollapse Lever = "prefix_cache_collapse"
+	DecodeSaturation    Lever = "decode_saturation"
+	GPUThrottling       Lever = "gpu_throttling"
+	EngineStall         Lever = "engine_stall"
+)
+
+// Levers lists every lever, healthy first.
+var Levers = []Lever{Healthy, QueueGrowth, KVPreemption, PrefillInterference, KVMonopoly,
+	PrefixCacheCollapse, DecodeSaturation, GPUThrottling, EngineStall}
+
+// ParseLever accepts a lever name.
+func ParseLever(s string) (Lever, error) {
+	for _, l := range Levers {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	names := make([]string, len(Levers))
+	for i, l := range Levers {
+		names[i] = string(l)
+	}
+	return "", fmt.Errorf("unknown lever %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// LeverSpec sizes each lever's change.
+type LeverSpec struct {
+	// SurgeFactor multiplies every open-loop arrival rate (queue_growth).
+	SurgeFactor float64
+	// KVBlockFraction of the KV blocks remain (kv_preemption), as when
+	// the engine comes back with less memory for the cache; outputs grow
+	// by OutputFactor and max_tokens becomes LongMaxTokens.
+	KVBlockFraction float64
+	OutputFactor    float64
+	LongMaxTokens   int
+	// LongPrompts is the traffic added by prefill_interference.
+	LongPrompts Class
+	// LongContext is the closed-loop traffic added by kv_monopoly.
+	LongContext Class
+	// SaturationMaxNumSeqs replaces max_num_seqs and SaturationRateFactor
+	// multiplies the arrival rates (decode_saturation).
+	SaturationMaxNumSeqs int
+	SaturationRateFactor float64
+	// FailedInletC and ResistanceFactor describe a cooling failure
+	// (gpu_throttling): hotter inlet air and worse heat transfer.
+	FailedInletC     float64
+	ResistanceFactor float64
+}
+
+// DefaultLeverSpec sizes the levers against DefaultConfig.
+func DefaultLeverSpec() LeverSpec {
+	return LeverSpec{
+		SurgeFactor:     4,
+		KVBlockFraction: 0.3,
+		OutputFactor:    4,
+		LongMaxTokens:   4096,
+		LongPrompts: Class{
+			Name: "long-prompts", Arrival: Poisson, Rate: 0.8,
+			Prompt: LogNormal(12000, 0.4, 4000, 30000), Output: LogNormal(60, 0.5, 1, 0), MaxTokens: 256,
+		},
+		LongContext: Class{
+			Name: "long-context", Sessions: 4, ThinkTime: time.Second,
+			Prompt: LogNormal(100000, 0.05, 90000, 110000), Output: LogNormal(6000, 0.2, 1000, 0), MaxTokens: 16384,
+			ClientTimeout: time.Hour,
+		},
+		SaturationMaxNumSeqs: 1024,
+		SaturationRateFactor: 2.1,
+		FailedInletC:         50,
+		ResistanceFactor:     1.8,
+	}
+}
+
+// applyTo returns base with the lever's change.
+func (l Lever) applyTo(base Config) Config {
+	c := base
+	c.Workload = cloneWorkload(base.Workload)
+	ls := &base.Levers
+	classes := c.Workload.Classes
+	switch l {
+	case QueueGrowth:
+		for i := range classes {
+			classes[i].Rate *= ls.SurgeFactor
+		}
+	case KVPreemption:
+		c.Engine.NumBlocks = max(1, int(float64(c.Engine.NumBlocks)*ls.KVBlockFraction))
+		for i := range classes {
+			classes[i].Output = classes[i].Output.Scale(ls.OutputFactor)
+			classes[i].MaxTokens = ls.LongMaxTokens
+		}
+	case PrefillInterference:
+		c.Workload.Classes = append(classes, ls.LongPrompts)
+	case KVMonopoly:
+		c.Workload.Classes = append(classes, ls.LongContext)
+	case PrefixCacheCollapse:
+		for i := range classes {
+			classes[i].RandomPrefix = true
+		}
+	case DecodeSaturation:
+		c.Engine.MaxNumSeqs = ls.SaturationMaxNumSeqs
+		c.Engine.MaxNumBatchedTokens = max(c.Engine.MaxNumBatchedTokens, ls.SaturationMaxNumSeqs)
+		for i := range classes {
+			classes[i].Rate *= ls.SaturationRateFactor
+		}
+	case GPUThrottling:
+		c.GPU.InletC = ls.FailedInletC
+		c.GPU.ThermalResistance *= ls.ResistanceFactor
+	}
+	return c
+}
+
+// apply switches the engine to lever l at e.now.
+func (e *Engine) apply(l Lever) {
+	e.lever = l
+	e.cfg = l.applyTo(e.base)
+	e.kv.resize(e.cfg.Engine.NumBlocks)
+	e.gpu.env = gpuEnv{e.cfg.GPU.InletC, e.cfg.GPU.ThermalResistance, e.cfg.GPU.PowerLimitW}
+	e.applyWorkload(e.cfg.Workload)
+	stall := l == EngineStall
+	switch {
+	case stall && !e.stalled:
+		// The step loop hangs inside the step in flight: its batch never
+		// returns and the GPU spins in a kernel.
+		e.stalled = true
+		if e.stepping {
+			e.stepping = false
+			for _, it := range e.plan.items {
+				e.hung = append(e.hung, it.r)
+			}
+			g := &e.cfg.GPU
+			e.gpu.set(gpuSegment{powerW: g.IdlePowerW + 0.1*(g.MaxPowerW-g.IdlePowerW), busy: true, clockMHz: g.MaxSMClockMHz})
+		}
+	case !stall && e.stalled:
+		// Recovery fails the hung batch; the rest carries on.
+		e.stalled = false
+		for _, r := range e.hung {
+			if r.state == stateRunning {
+				e.finish(r, FinishError)
+			}
+		}
+		e.hung = nil
+		kept := e.running[:0]
+		for _, r := range e.running {
+			if r.state == stateRunning {
+				kept = append(kept, r)
+			}
+		}
+		clear(e.running[len(kept):])
+		e.running = kept
+		e.gpu.set(e.gpu.idleSegment())
+	}
+	e.maybeStep()
+}
+
+func (e *Engine) applyWorkload(w Workload) {
+	live := map[string]bool{}
+	for i := range w.Classes {
+		spec := &w.Classes[i]
+		live[spec.Name] = true
+		var cs *classState
+		for _, x := range e.classes {
+			if x.spec.Name == spec.Name {
+				cs = x
+			}
+		}
+		if cs == nil {
+			cs = newClassState(e.base.Seed, len(e.classes), *spec)
+			e.classes = append(e.classes, cs)
+		}
+		if e.draining {
+			spec = nil
+		}
+		cs.reconfigure(spec, e.now)
+	}
+	for _, cs := range e.classes {
+		if !live[cs.spec.Name] {
+			cs.reconfigure(nil, e.now)
+		}
+	}
+}
