@@ -1,5 +1,5 @@
 // Package config reads the daemon's YAML configuration file: the engine
-// targets to scrape and their defaults. Decoding is strict (an unknown key
+// targets to scrape, their defaults, the SLOs and the pricing. Decoding is strict (an unknown key
 // is an error naming its line) and every validation error carries the line
 // of the key it is about.
 package config
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +27,10 @@ type Config struct {
 	// Defaults apply to every target that does not set its own value.
 	Defaults TargetDefaults `yaml:"defaults"`
 	Targets  []Target       `yaml:"targets"`
+	// SLOs are matched to targets and models; see the README.
+	SLOs []SLO `yaml:"slos"`
+	// Pricing turns GPU time into cost per good token; optional.
+	Pricing *Pricing `yaml:"pricing"`
 }
 
 // TargetDefaults are the per-target settings a file may set once.
@@ -54,6 +59,9 @@ type Target struct {
 	ModelLimit int `yaml:"model_limit"`
 	// Labels are added to every series of this target.
 	Labels map[string]string `yaml:"labels"`
+	// GPUs the engine holds (UUIDs or indexes); when set, this wins over
+	// any discovered attribution.
+	GPUs []string `yaml:"gpus"`
 }
 
 // EffectiveTimeout is the target's timeout, else the file default, else fallback.
@@ -91,6 +99,7 @@ func Parse(data []byte) (*Config, error) {
 	}
 	cfg.applyDefaults()
 	if errs := cfg.validate(locator{&root}); len(errs) > 0 {
+		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}
 	return cfg, nil

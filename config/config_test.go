@@ -68,3 +68,33 @@ func TestAddTargetsRejectsDuplicates(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestSLOsAndPricing(t *testing.T) {
+	cfg, err := Load("testdata/good-slo.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slos := cfg.GoodputSLOs()
+	if len(slos) != 2 || len(slos[0].Objectives) != 3 || len(slos[1].Objectives) != 1 {
+		t.Fatalf("slos: %+v", slos)
+	}
+	ttft := slos[0].Objectives[0]
+	if ttft.Kind != "ttft" || ttft.Threshold != 0.5 || ttft.Target != 0.99 {
+		t.Errorf("ttft: %+v", ttft)
+	}
+	if !slos[0].Match.Matches("x", "llama-3.1-8b") || slos[0].Match.Matches("x", "my-llama-3") {
+		t.Error("model pattern must match the whole name")
+	}
+	if !slos[1].Match.Matches("vllm-a", "anything") || slos[1].Match.Matches("other", "anything") {
+		t.Error("target match")
+	}
+	if slos[1].Objectives[0].Threshold != 120 {
+		t.Errorf("2m = %v s", slos[1].Objectives[0].Threshold)
+	}
+	if p := cfg.Pricing.Goodput(); p.PerNodeHour != 88 || p.NodeGPUs != 8 || cfg.Pricing.Currency != "EUR" {
+		t.Errorf("pricing %+v", p)
+	}
+	if got := cfg.Targets[0].GPUs; len(got) != 2 {
+		t.Errorf("gpus %v", got)
+	}
+}

@@ -56,12 +56,19 @@ func fromYAML(err error) Errors {
 	return Errors{lineError(msg)}
 }
 
+// unknownObjective matches yaml's unknown-field error inside objectives.
+var unknownObjective = regexp.MustCompile(`^field (\S+) not found in type config\.Objectives$`)
+
 func lineError(msg string) *Error {
+	e := &Error{Msg: msg}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &Error{Line: n, Msg: m[2]}
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = m[2]
 	}
-	return &Error{Msg: msg}
+	if m := unknownObjective.FindStringSubmatch(e.Msg); m != nil {
+		e.Msg = fmt.Sprintf("unknown objective %q (use ttft, tpot, itl, e2e, queue or error)", m[1])
+	}
+	return e
 }
 
 // locator finds the line of a path in the parsed YAML tree, so that a

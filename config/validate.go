@@ -66,6 +66,8 @@ func (c *Config) validate(loc locator) Errors {
 			}
 		}
 	}
+	c.compileSLOs(loc, add)
+	c.validatePricing(loc, add)
 	return errs
 }
 
