@@ -32,12 +32,12 @@ func TestParseScenario(t *testing.T) {
 
 func TestParseScenarioErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                          "scenario: empty (want lever:duration,...)",
-		"healthy:2m,kv_preemtion:3m": `scenario: phase 2 "kv_preemtion:3m": unknown lever "kv_preemtion" (want one of healthy, queue_growth, kv_preemption, prefill_interference, kv_monopoly, prefix_cache_collapse, decode_saturation, gpu_throttling, engine_stall)`,
-		"healthy:abc":               `scenario: phase 1 "healthy:abc": bad duration: time: invalid duration "abc"`,
-		"healthy:-1m":               `scenario: phase 1 "healthy:-1m": duration must be positive`,
-		"healthy,queue_growth:1m":   "scenario: phase 1 (healthy): only the last phase may omit its duration",
-		"repeat,healthy:1m":         `scenario: "repeat" must come last`,
+		"":                               "scenario: empty (want lever:duration,...)",
+		"healthy:2m,kv_preemtion:3m":     `scenario: phase 2 "kv_preemtion:3m": unknown lever "kv_preemtion" (want one of healthy, queue_growth, kv_preemption, prefill_interference, kv_monopoly, prefix_cache_collapse, decode_saturation, gpu_throttling, engine_stall)`,
+		"healthy:abc":                    `scenario: phase 1 "healthy:abc": bad duration: time: invalid duration "abc"`,
+		"healthy:-1m":                    `scenario: phase 1 "healthy:-1m": duration must be positive`,
+		"healthy,queue_growth:1m":        "scenario: phase 1 (healthy): only the last phase may omit its duration",
+		"repeat,healthy:1m":              `scenario: "repeat" must come last`,
 		"healthy:1m,engine_stall,repeat": "scenario: phase 2 (engine_stall): repeat needs every phase to have a duration",
 	} {
 		_, err := ParseScenario(in)
