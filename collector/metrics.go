@@ -115,21 +115,29 @@ func NewDescs(target string, static map[string]string) *Descs {
 // Collect sends the normalized series of one snapshot. Absent signals are
 // not sent.
 func (d *Descs) Collect(ch chan<- prometheus.Metric, snap *snapshot.Snapshot) {
+	for _, m := range d.Append(nil, snap) {
+		ch <- m
+	}
+}
+
+// Append adds the normalized series of one snapshot to out.
+func (d *Descs) Append(out []prometheus.Metric, snap *snapshot.Snapshot) []prometheus.Metric {
 	e := string(snap.Engine)
+	send := func(m prometheus.Metric) { out = append(out, m) }
 	for i := range snap.Models {
 		m := &snap.Models[i]
 		for g, v := range m.Gauges {
 			if v.OK {
-				ch <- prometheus.MustNewConstMetric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name)
+				send(prometheus.MustNewConstMetric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name))
 			}
 		}
 		for c, v := range m.Counters {
 			if v.OK {
-				ch <- prometheus.MustNewConstMetric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name)
+				send(prometheus.MustNewConstMetric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name))
 			}
 		}
 		for reason, v := range m.Finished {
-			ch <- prometheus.MustNewConstMetric(d.finished, prometheus.CounterValue, v, e, m.Name, reason)
+			send(prometheus.MustNewConstMetric(d.finished, prometheus.CounterValue, v, e, m.Name, reason))
 		}
 		for h, hv := range m.Hists {
 			if hv == nil {
@@ -141,12 +149,13 @@ func (d *Descs) Collect(ch chan<- prometheus.Metric, snap *snapshot.Snapshot) {
 			}
 			met, err := prometheus.NewConstHistogram(d.hists[h], toCount(hv.Count), hv.Sum, buckets, e, m.Name)
 			if err != nil {
-				ch <- prometheus.NewInvalidMetric(d.hists[h], fmt.Errorf("model %q: %w", m.Name, err))
+				send(prometheus.NewInvalidMetric(d.hists[h], fmt.Errorf("model %q: %w", m.Name, err)))
 				continue
 			}
-			ch <- met
+			send(met)
 		}
 	}
+	return out
 }
 
 func toCount(v float64) uint64 { return uint64(math.Round(v)) }

@@ -40,10 +40,11 @@ type Exporter struct {
 	logger    *slog.Logger
 	transport *http.Transport
 
-	mu      sync.Mutex // guards cfg and targets
+	mu      sync.Mutex // guards cfg, targets and warned
 	cfg     *config.Config
 	targets map[string]*target
 	ctx     context.Context
+	warned  map[string]bool
 
 	reg      *prometheus.Registry
 	gatherer prometheus.Gatherers
@@ -110,14 +111,16 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	}
 	next := map[string]*target{}
 	var started []*target
+	slos := cfg.GoodputSLOs()
 	for i := range cfg.Targets {
 		tc := cfg.Targets[i]
 		timeout := cfg.EffectiveTimeout(&tc, e.opts.Timeout)
 		if old, ok := e.targets[tc.Name]; ok && reflect.DeepEqual(old.cfg, tc) && old.timeout == timeout {
+			old.reconfigure(slos)
 			next[tc.Name] = old
 			continue
 		}
-		t, err := newTarget(tc, timeout, e)
+		t, err := newTarget(tc, timeout, slos, e)
 		if err != nil {
 			for _, s := range started {
 				s.stop()
@@ -159,4 +162,28 @@ func (e *Exporter) sortedTargets() []*target {
 		return 0
 	})
 	return out
+}
+
+// config returns the running configuration.
+func (e *Exporter) config() *config.Config {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cfg == nil {
+		return &config.Config{}
+	}
+	return e.cfg
+}
+
+// warnOnce logs a warning the first time key is seen.
+func (e *Exporter) warnOnce(key, msg string, args ...any) {
+	e.mu.Lock()
+	if e.warned == nil {
+		e.warned = map[string]bool{}
+	}
+	said := e.warned[key]
+	e.warned[key] = true
+	e.mu.Unlock()
+	if !said {
+		e.logger.Warn(msg, args...)
+	}
 }

@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -19,14 +22,19 @@ type target struct {
 	cfg     config.Target
 	timeout time.Duration
 	descs   *collector.Descs
+	sloD    *sloDescs
+	costD   *prometheus.Desc
 	scraper *collector.Scraper
 	logger  *slog.Logger
 	ex      *Exporter
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu    sync.Mutex
-	state targetState
+	mu      sync.Mutex // guards state, tracker, slos and notes
+	state   targetState
+	tracker *goodput.Tracker
+	slos    []goodput.SLO
+	notes   sloNotes
 }
 
 // targetState is what the renderer and the landing page read.
@@ -41,7 +49,7 @@ type targetState struct {
 	familyErrs []string
 }
 
-func newTarget(tc config.Target, timeout time.Duration, e *Exporter) (*target, error) {
+func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *Exporter) (*target, error) {
 	engine := snapshot.Engine("")
 	if tc.Engine != "auto" {
 		engine = snapshot.Engine(tc.Engine)
@@ -58,15 +66,38 @@ func newTarget(tc config.Target, timeout time.Duration, e *Exporter) (*target, e
 	if err != nil {
 		return nil, err
 	}
+	cl := constLabels(tc)
 	return &target{
 		cfg:     tc,
 		timeout: timeout,
 		descs:   collector.NewDescs(tc.Name, tc.Labels),
+		sloD:    newSLODescs(cl),
+		costD:   newCostDesc(cl),
 		scraper: sc,
 		logger:  e.logger.With("target", tc.Name),
 		ex:      e,
 		state:   targetState{engine: engine},
+		tracker: goodput.NewTracker(tc.Name, slos),
+		slos:    slos,
 	}, nil
+}
+
+// constLabels are the labels every series of a target carries.
+func constLabels(tc config.Target) prometheus.Labels {
+	cl := prometheus.Labels{"target": tc.Name}
+	for k, v := range tc.Labels {
+		cl[k] = v
+	}
+	return cl
+}
+
+// reconfigure applies new SLOs, keeping the totals of unchanged objectives.
+func (t *target) reconfigure(slos []goodput.SLO) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tracker.Reconfigure(slos)
+	t.slos = slos
+	t.notes = sloNotes{}
 }
 
 func (t *target) start(parent context.Context, interval time.Duration, noJitter bool) {
@@ -148,6 +179,10 @@ func (t *target) scrape(ctx context.Context) {
 	} else {
 		st.snap = snap
 		st.familyErrs = errorStrings(snap.Errors)
+		if err := t.tracker.Update(snap); err != nil {
+			t.logger.Error("goodput update", "err", err)
+		}
+		t.notes.check(t.logger, t.tracker, snap, t.slos)
 	}
 	cur := t.state
 	t.mu.Unlock()

@@ -1,0 +1,158 @@
+package exporter
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// sloDescs are the descriptors of a target's SLO and goodput series.
+type sloDescs struct {
+	supported, requests, good, interpolated, aborted *prometheus.Desc
+	goodReq, goodTok                                 *prometheus.Desc
+}
+
+func newSLODescs(cl prometheus.Labels) *sloDescs {
+	obj := []string{"engine", "model", "slo", "objective"}
+	bound := []string{"engine", "model", "slo", "bound"}
+	return &sloDescs{
+		supported: prometheus.NewDesc("llm_slo_supported",
+			"1 when the engine exposes what the objective needs for this model, 0 when it cannot be measured (no fake attainment is exported then). source names the engine histogram judged; fallback=\"true\" when tpot is judged per token from the inter-token histogram because the engine has no per-request one.",
+			append(obj, "source", "fallback"), cl),
+		requests: prometheus.NewDesc("llm_slo_requests_total",
+			"Requests judged against an SLO objective (tokens for itl and for a tpot fallback; finished requests for error).", obj, cl),
+		good: prometheus.NewDesc("llm_slo_good_requests_total",
+			"Of llm_slo_requests_total, those that met the objective; interpolated linearly inside the bucket that straddles the threshold.", obj, cl),
+		interpolated: prometheus.NewDesc("llm_slo_interpolated_requests_total",
+			"Of llm_slo_requests_total, those that fell in the bucket straddling the threshold: the size of the interpolation uncertainty (0 when the threshold is a bucket bound).", obj, cl),
+		aborted: prometheus.NewDesc("llm_slo_aborted_requests_total",
+			"Finished requests aborted (error objective), counted whether or not include_abort makes them failures.", obj, cl),
+		goodReq: prometheus.NewDesc("llm_goodput_requests_total",
+			"Requests that met every objective of the SLO at once, as Fréchet lower and upper bounds from the per-objective attainments of each interval.", bound, cl),
+		goodTok: prometheus.NewDesc("llm_goodput_tokens_total",
+			"Generation tokens of the requests that met every objective of the SLO: generation tokens of each interval times the joint attainment bound.", bound, cl),
+	}
+}
+
+// sloMetrics turns a tracker's state into const metrics.
+func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []prometheus.Metric) []prometheus.Metric {
+	e := string(engine)
+	cm := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, lv ...string) {
+		out = append(out, prometheus.MustNewConstMetric(desc, t, v, lv...))
+	}
+	for _, ms := range tr.Models() {
+		for _, ss := range ms.SLOs {
+			for _, os := range ss.Objectives {
+				obj := string(os.Objective.Kind)
+				r := os.Resolution
+				sup := 0.0
+				if r.Supported {
+					sup = 1
+				}
+				source := r.Source
+				if os.Objective.Kind == goodput.KindError && r.Supported {
+					source = "finished_reason"
+				}
+				cm(d.supported, prometheus.GaugeValue, sup, e, ms.Model, ss.SLO, obj, source, strconv.FormatBool(r.Fallback))
+				if !r.Supported && os.Total.Judged == 0 {
+					continue
+				}
+				cm(d.requests, prometheus.CounterValue, os.Total.Judged, e, ms.Model, ss.SLO, obj)
+				cm(d.good, prometheus.CounterValue, os.Total.Good, e, ms.Model, ss.SLO, obj)
+				if os.Objective.Kind == goodput.KindError {
+					cm(d.aborted, prometheus.CounterValue, os.Total.Aborted, e, ms.Model, ss.SLO, obj)
+				} else {
+					cm(d.interpolated, prometheus.CounterValue, os.Total.Interpolated, e, ms.Model, ss.SLO, obj)
+				}
+			}
+			j := ss.Joint
+			if !j.Supported {
+				continue
+			}
+			if j.RequestsSource != "" {
+				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Lower, e, ms.Model, ss.SLO, "lower")
+				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Upper, e, ms.Model, ss.SLO, "upper")
+			}
+			if j.TokensSupported {
+				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, e, ms.Model, ss.SLO, "lower")
+				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Upper, e, ms.Model, ss.SLO, "upper")
+			}
+		}
+	}
+	return out
+}
+
+// sloNotes logs, once per target, model and SLO, what an operator should
+// know about how its objectives are judged.
+type sloNotes struct {
+	said map[string]bool
+}
+
+func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapshot.Snapshot, slos []goodput.SLO) {
+	if n.said == nil {
+		n.said = map[string]bool{}
+	}
+	once := func(key string) bool {
+		if n.said[key] {
+			return false
+		}
+		n.said[key] = true
+		return true
+	}
+	for _, ms := range tr.Models() {
+		m := snap.Model(ms.Model)
+		if m == nil {
+			continue
+		}
+		var applied []goodput.SLO
+		for _, ss := range ms.SLOs {
+			for _, s := range slos {
+				if s.Name == ss.SLO {
+					applied = append(applied, s)
+				}
+			}
+			for _, os := range ss.Objectives {
+				obj, r := os.Objective.Kind, os.Resolution
+				key := fmt.Sprintf("%s/%s/%s", ms.Model, ss.SLO, obj)
+				switch {
+				case !r.Supported && once("unsupported/"+key):
+					logger.Warn("SLO objective cannot be measured on this engine; exported as llm_slo_supported 0 and no goodput for the SLO",
+						"model", ms.Model, "slo", ss.SLO, "objective", obj, "engine", snap.Engine)
+				case r.Fallback && once("fallback/"+key):
+					logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram",
+						"model", ms.Model, "slo", ss.SLO, "source", r.Source)
+				}
+			}
+		}
+		if advice := goodput.BucketAdvice(m, applied...); advice != nil && once("buckets/"+ms.Model) {
+			js, _ := goodput.CustomHistogramBuckets(advice)
+			logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; to make it exact start vLLM with --custom-histogram-buckets",
+				"model", ms.Model, "buckets", js)
+		}
+	}
+}
+
+// sloConfigMetrics exports the declared objectives as values, so that
+// rules compute burn rates generically.
+func sloConfigMetrics(slos []goodput.SLO, ch chan<- prometheus.Metric) {
+	for _, s := range slos {
+		for _, o := range s.Objectives {
+			if o.Kind.Latency() {
+				ch <- prometheus.MustNewConstMetric(thresholdDesc, prometheus.GaugeValue, o.Threshold, s.Name, string(o.Kind))
+			}
+			ch <- prometheus.MustNewConstMetric(targetDesc, prometheus.GaugeValue, o.Target, s.Name, string(o.Kind))
+		}
+	}
+}
+
+var (
+	thresholdDesc = prometheus.NewDesc("llm_slo_threshold_seconds",
+		"Latency threshold of an SLO objective as configured.", []string{"slo", "objective"}, nil)
+	targetDesc = prometheus.NewDesc("llm_slo_target_ratio",
+		"Target attainment of an SLO objective as configured (0.99 for \"P99 under the threshold\").", []string{"slo", "objective"}, nil)
+)
