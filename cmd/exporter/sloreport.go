@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// sloReportCmd is the offline twin of the live SLO series: the same maths
+// over the window between two captures of one engine.
+type sloReportCmd struct {
+	ConfigFile string        `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing: and targets:)."`
+	Target     string        `name:"target" default:"capture" help:"Target name the captures belong to: SLOs limited to targets match on it, and its gpus: set the cost."`
+	Engine     string        `name:"engine" default:"auto" enum:"auto,vllm,sglang,llamacpp" help:"Engine that produced the captures (${enum})."`
+	Model      string        `name:"model" default:"unknown" help:"Model label for engines whose series carry none (llama.cpp)."`
+	Window     time.Duration `name:"window" help:"Time between the captures. Required when the second is a file; when it is a URL, the wait before scraping it."`
+	GPUs       int           `name:"gpus" help:"GPUs the engine holds, for cost per good token (default: the target's gpus: in the file)."`
+	Before     string        `arg:"" name:"before" help:"First capture: a file or an http(s):// URL."`
+	After      string        `arg:"" name:"after" optional:"" help:"Second capture (file or URL); omitted: scrape the first URL again after --window."`
+}
+
+func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+
+func (c *sloReportCmd) Validate() error {
+	after := c.After
+	if after == "" {
+		if !isURL(c.Before) {
+			return errors.New("give two captures, or one URL to scrape twice --window apart")
+		}
+		after = c.Before
+	}
+	if c.Window <= 0 && (!isURL(after) || c.After == "") {
+		return errors.New("--window is required: the time between the two captures")
+	}
+	return nil
+}
+
+func (c *sloReportCmd) Run(e *env) error {
+	cfg, err := config.Load(c.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if len(cfg.SLOs) == 0 {
+		return fmt.Errorf("%s declares no slos", c.ConfigFile)
+	}
+	var engine snapshot.Engine
+	if c.Engine != "auto" {
+		engine = snapshot.Engine(c.Engine)
+	}
+	cap := &capturer{engine: engine, opts: collector.ParseOptions{DefaultModel: c.Model, ModelLimit: config.DefaultModelLimit}, target: c.Target}
+	before, err := cap.take(e.ctx, c.Before)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Before, err)
+	}
+	after := c.After
+	if after == "" {
+		after = c.Before
+	}
+	if isURL(after) && c.Window > 0 {
+		select {
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		case <-time.After(c.Window):
+		}
+	}
+	cur, err := cap.take(e.ctx, after)
+	if err != nil {
+		return fmt.Errorf("%s: %w", after, err)
+	}
+	if !isURL(after) || !isURL(c.Before) {
+		before.Time = cur.Time.Add(-c.Window)
+	}
+	collector.MarkRestart(before, cur)
+	report, err := goodput.BuildReport(before, cur, cfg.GoodputSLOs(), c.cost(cfg))
+	if err != nil {
+		return err
+	}
+	for _, fe := range cur.Errors {
+		fmt.Fprintf(e.stderr, "warning: %v\n", fe)
+	}
+	return goodput.WriteReport(e.stdout, report)
+}
+
+// cost prices the engine from the file's pricing and the GPU count, or
+// returns nil (no cost column) when either is missing.
+func (c *sloReportCmd) cost(cfg *config.Config) *goodput.Cost {
+	if cfg.Pricing == nil {
+		return nil
+	}
+	gpus := c.GPUs
+	if gpus == 0 {
+		for _, t := range cfg.Targets {
+			if t.Name == c.Target {
+				gpus = len(t.GPUs)
+			}
+		}
+	}
+	hourly, err := goodput.HourlyCost(cfg.Pricing.Goodput(), gpus)
+	if err != nil {
+		return nil
+	}
+	return &goodput.Cost{Hourly: hourly, Currency: cfg.Pricing.Currency}
+}
+
+// capturer reads captures of one engine with one parser, so that a URL
+// scraped twice is compared like the daemon compares scrapes.
+type capturer struct {
+	engine  snapshot.Engine
+	opts    collector.ParseOptions
+	target  string
+	parser  *collector.Parser
+	scraper *collector.Scraper
+}
+
+func (c *capturer) take(ctx context.Context, src string) (*snapshot.Snapshot, error) {
+	if isURL(src) {
+		if c.scraper == nil {
+			sc, err := collector.NewScraper(collector.ScraperConfig{Name: c.target, URL: src, Engine: c.engine,
+				Timeout: 30 * time.Second, MaxBody: config.DefaultMaxBodySize, Parse: c.opts})
+			if err != nil {
+				return nil, err
+			}
+			c.scraper = sc
+		}
+		snap, _, err := c.scraper.Scrape(ctx)
+		return snap, err
+	}
+	body, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	if c.parser == nil {
+		engine := c.engine
+		if engine == "" {
+			var ok bool
+			if engine, ok = collector.Detect(body); !ok {
+				return nil, errors.New("no vllm:, sglang: or llamacpp: metrics; pass --engine")
+			}
+		}
+		if c.parser, err = collector.NewParser(engine, c.opts); err != nil {
+			return nil, err
+		}
+	}
+	snap, err := c.parser.Parse(body, "", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	snap.Target = c.target
+	return snap, nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+const windowDir = "../../exporter/testdata/window/"
+
+// slo-report over the same two captures must print the numbers the live
+// series pin in exporter/testdata/window/golden.prom.
+func TestSLOReportMatchesLiveSeries(t *testing.T) {
+	out, errOut, err := runArgs("slo-report", "--config.file", windowDir+"slos.yml", "--target", "vllm-a",
+		"--window", "60s", windowDir+"t0.prom", windowDir+"t1.prom")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	f, err := os.Open(windowDir + "golden.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, fam := range []string{"llm_slo_requests_total", "llm_slo_good_requests_total"} {
+		for _, m := range mfs[fam].GetMetric() {
+			lbl := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				lbl[lp.GetName()] = lp.GetValue()
+			}
+			row := reportRow(t, out, lbl["slo"], lbl["objective"])
+			col := 5 // JUDGED
+			want := strconv.FormatFloat(m.GetCounter().GetValue(), 'f', 0, 64)
+			if fam == "llm_slo_good_requests_total" {
+				col, want = 6, strconv.FormatFloat(m.GetCounter().GetValue(), 'f', 1, 64)
+			}
+			if row[col] != want {
+				t.Errorf("%s %s/%s: report says %s, live series %s", fam, lbl["slo"], lbl["objective"], row[col], want)
+			}
+			checked++
+		}
+	}
+	if checked != 12 {
+		t.Errorf("checked %d values", checked)
+	}
+	for _, want := range []string{"window 1m0s, cost 5.00 EUR/h", "chat   0.7904..0.8913  3.03..3.42  861.7..971.7  1.43..1.61"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// reportRow finds the objective line of one SLO in the report, split in
+// columns: MODEL SLO OBJECTIVE THRESHOLD TARGET JUDGED GOOD ...
+func reportRow(t *testing.T, report, slo, objective string) []string {
+	t.Helper()
+	for _, line := range strings.Split(report, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[1] == slo && f[2] == objective {
+			return f
+		}
+	}
+	t.Fatalf("no report line for %s/%s:\n%s", slo, objective, report)
+	return nil
+}
+
+func TestSLOReportNeedsAWindowForFiles(t *testing.T) {
+	_, errOut, err := runArgs("slo-report", "--config.file", windowDir+"slos.yml", windowDir+"t0.prom", windowDir+"t1.prom")
+	if err == nil || !strings.Contains(errOut, "--window is required") {
+		t.Fatalf("err %v, stderr %s", err, errOut)
+	}
+}
