@@ -10,6 +10,6 @@
 // The Manager owns a backend, an energy meter per GPU (hardware counter where
 // present, else power integrated over time) and the attribution of GPUs to
 // engine targets (package attribution). The exporter calls Manager.Collect
-// once per collection cycle and Manager.Collect(ch) style emission through
-// Manager.Metrics on each render.
+// once per collection cycle and Manager.Metrics, which sends const metrics
+// from the state the last cycle left, on each render.
 package gpu

@@ -105,6 +105,16 @@ func (m *EnergyMeter) Totals(key string) []EnergyTotal {
 // Forget drops a GPU that is gone.
 func (m *EnergyMeter) Forget(key string) { delete(m.gpus, key) }
 
+// ForgetExcept drops every GPU not in keep: those a backend stopped
+// listing. Should one come back, its first reading is a new baseline.
+func (m *EnergyMeter) ForgetExcept(keep map[string]bool) {
+	for k := range m.gpus {
+		if !keep[k] {
+			delete(m.gpus, k)
+		}
+	}
+}
+
 func (s *energyState) add(src EnergySource, j float64) {
 	for i := range s.totals {
 		if s.totals[i].Source == src {

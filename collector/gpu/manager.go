@@ -1,0 +1,322 @@
+package gpu
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/attribution"
+)
+
+// TargetInfo is what the exporter knows about one engine target in a cycle.
+type TargetInfo struct {
+	Name      string
+	Namespace string // with Pod: the pod, when discovered from Kubernetes
+	Pod       string
+	// Port is the engine's TCP port on this host; 0 when not local.
+	Port int
+	// GPUs configured for the target (UUIDs or indexes); they win.
+	GPUs []string
+	// GenerationTokens the target produced since the previous cycle.
+	GenerationTokens float64
+}
+
+// TargetUsage is a target's share of the GPUs in one cycle, in the order
+// of the targets given to Collect.
+type TargetUsage struct {
+	Target string
+	// GPUs is the attributed GPU count: 1 per GPU held alone, the share of
+	// a shared one. It prices the target's hardware.
+	GPUs float64
+	// PowerW is the attributed board power now.
+	PowerW float64
+	// EnergyJ is the attributed energy since the previous cycle; EnergyOK
+	// is false when none of its GPUs had an energy reading this cycle.
+	EnergyJ  float64
+	EnergyOK bool
+}
+
+// ManagerOptions configures a Manager.
+type ManagerOptions struct {
+	// Backend reads the GPUs; nil when none could be opened, in which case
+	// goodput_exporter_gpu_backend_up{backend=BackendName} is 0.
+	Backend     Backend
+	BackendName string
+	// Attributor ties GPUs to targets; nil uses configured GPUs only.
+	Attributor *attribution.Attributor
+	Logger     *slog.Logger
+}
+
+// Manager owns a GPU backend, the energy meter and attribution. Collect
+// runs once per collection cycle; Metrics may run concurrently with it.
+type Manager struct {
+	backend Backend
+	name    string
+	attr    *attribution.Attributor
+	log     *slog.Logger
+	descs   descs
+
+	// Collection-side state, touched only by Collect.
+	collectMu   sync.Mutex
+	meter       *EnergyMeter
+	known       map[int]identity // index -> the UUID and name it last had
+	engines     map[engineKey]*engineAcc
+	gpuErrors   map[gpuErrorKey]float64
+	backendErrs float64
+	attrErrors  map[attribution.Method]float64
+	lastLogged  map[string]string
+
+	// The latest state, swapped whole at the end of each Collect.
+	mu     sync.RWMutex
+	latest *state
+}
+
+type identity struct{ uuid, name string }
+
+type engineKey struct {
+	target string
+	method attribution.Method
+	split  attribution.Split
+}
+
+type engineAcc struct {
+	energyJ float64
+	pod     PodRef
+}
+
+type gpuErrorKey struct {
+	gpu, uuid, reason string
+}
+
+// NewManager returns a Manager; nothing is read until Collect.
+func NewManager(opts ManagerOptions) *Manager {
+	name := opts.BackendName
+	if opts.Backend != nil {
+		name = opts.Backend.Name()
+	}
+	if name == "" {
+		name = BackendNone
+	}
+	attr := opts.Attributor
+	if attr == nil {
+		attr = attribution.New(attribution.Options{})
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{
+		backend: opts.Backend, name: name, attr: attr, log: log, descs: newDescs(),
+		meter: NewEnergyMeter(), known: map[int]identity{}, engines: map[engineKey]*engineAcc{},
+		gpuErrors: map[gpuErrorKey]float64{}, attrErrors: map[attribution.Method]float64{},
+		lastLogged: map[string]string{}, latest: &state{backend: name},
+	}
+}
+
+// Close closes the backend.
+func (m *Manager) Close() error {
+	if m.backend == nil {
+		return nil
+	}
+	return m.backend.Close()
+}
+
+// Collect reads the GPUs, advances energy, attributes GPUs to targets and
+// stores the state Metrics renders. It returns each target's usage (in
+// the order given) and the backend's error, if it failed as a whole.
+func (m *Manager) Collect(ctx context.Context, now time.Time, targets []TargetInfo) ([]TargetUsage, error) {
+	m.collectMu.Lock()
+	defer m.collectMu.Unlock()
+
+	usage := make([]TargetUsage, len(targets))
+	for i, t := range targets {
+		usage[i].Target = t.Name
+	}
+	st := &state{backend: m.name}
+	var devs []Device
+	var err error
+	if m.backend != nil {
+		devs, err = m.backend.Collect(ctx)
+		if err != nil {
+			m.backendErrs++
+			m.logChange("backend", "GPU backend failed", err)
+			devs = nil
+		} else {
+			st.up = true
+			m.logChange("backend", "", nil)
+		}
+	}
+	if st.up {
+		m.observe(ctx, now, devs, targets, usage, st)
+	}
+	m.pruneEngines(targets)
+	m.fill(st)
+
+	m.mu.Lock()
+	m.latest = st
+	m.mu.Unlock()
+	return usage, err
+}
+
+// observe handles one successful reading of the GPUs.
+func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, targets []TargetInfo, usage []TargetUsage, st *state) {
+	seen := make(map[string]bool, len(devs))
+	deltas := make([]EnergyDelta, len(devs))
+	gpus := make([]attribution.GPU, len(devs))
+	for i := range devs {
+		d := &devs[i]
+		if d.UUID == "" { // a lost GPU keeps the UUID and name it had
+			d.UUID, d.Name = m.known[d.Index].uuid, cmp.Or(d.Name, m.known[d.Index].name)
+		} else {
+			m.known[d.Index] = identity{d.UUID, d.Name}
+		}
+		m.countDeviceError(d)
+		deltas[i] = m.meter.Observe(now, d)
+		seen[d.Key()] = true
+		gpus[i] = attribution.GPU{Index: d.Index, UUID: d.UUID, MIGUUIDs: d.MIGUUIDs, PIDs: d.PIDs, Pods: podsOf(d)}
+	}
+	m.meter.ForgetExcept(seen)
+
+	res := m.attr.Attribute(ctx, gpus, attributionTargets(targets))
+	for _, e := range res.Errors {
+		m.attrErrors[e.Method]++
+		m.logChange("attribution:"+string(e.Method), "GPU attribution failed", e)
+	}
+	index := make(map[string]int, len(targets))
+	for i, t := range targets {
+		index[t.Name] = i
+	}
+	st.gpus = make([]gpuState, len(devs))
+	st.targetPods = make(map[string]PodRef, len(targets))
+	for _, t := range targets {
+		st.targetPods[t.Name] = PodRef{Namespace: t.Namespace, Pod: t.Pod}
+	}
+	power := map[engineKey]float64{}
+	for i := range devs {
+		d := &devs[i]
+		st.gpus[i] = gpuState{dev: *d, shares: res.Shares[i]}
+		for _, sh := range res.Shares[i] {
+			u := &usage[index[sh.Target]]
+			u.GPUs += sh.Fraction
+			if d.PowerW.OK {
+				u.PowerW += d.PowerW.V * sh.Fraction
+			}
+			k := engineKey{sh.Target, sh.Method, sh.Split}
+			acc := m.engines[k]
+			if acc == nil {
+				acc = &engineAcc{pod: st.targetPods[sh.Target]}
+				m.engines[k] = acc
+			}
+			if deltas[i].OK {
+				acc.energyJ += deltas[i].Joules * sh.Fraction
+				u.EnergyJ += deltas[i].Joules * sh.Fraction
+				u.EnergyOK = true
+			}
+			if d.PowerW.OK {
+				power[k] += d.PowerW.V * sh.Fraction
+			}
+		}
+	}
+	for k, w := range power {
+		st.enginePower = append(st.enginePower, enginePower{key: k, pod: st.targetPods[k.target], watts: w})
+	}
+}
+
+// countDeviceError counts and logs (once per change) a GPU's failure.
+func (m *Manager) countDeviceError(d *Device) {
+	key := "gpu:" + strconv.Itoa(d.Index)
+	if d.Err == nil {
+		m.logChange(key, "", nil)
+		return
+	}
+	reason := "call_failed"
+	if errors.Is(d.Err, ErrGPULost) {
+		reason = "gpu_lost"
+	}
+	m.gpuErrors[gpuErrorKey{strconv.Itoa(d.Index), d.UUID, reason}]++
+	m.logChange(key, "GPU reading failed", fmt.Errorf("gpu %d (%s): %w", d.Index, d.UUID, d.Err))
+}
+
+// logChange logs err under key when it differs from the last one logged,
+// and a recovery when it clears, so a persistent failure is one line.
+func (m *Manager) logChange(key, msg string, err error) {
+	last, had := m.lastLogged[key]
+	switch {
+	case err == nil && had:
+		delete(m.lastLogged, key)
+		m.log.Info("recovered", "what", key)
+	case err != nil && err.Error() != last:
+		m.lastLogged[key] = err.Error()
+		m.log.Warn(msg, "err", err)
+	}
+}
+
+// pruneEngines drops the running energy of targets no longer configured or
+// discovered; their series go away with them.
+func (m *Manager) pruneEngines(targets []TargetInfo) {
+	live := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		live[t.Name] = true
+	}
+	for k := range m.engines {
+		if !live[k.target] {
+			delete(m.engines, k)
+		}
+	}
+}
+
+// fill copies the running counters into st.
+func (m *Manager) fill(st *state) {
+	for i := range st.gpus {
+		st.gpus[i].energy = slices.Clone(m.meter.Totals(st.gpus[i].dev.Key()))
+	}
+	st.engineEnergy = make([]engineEnergy, 0, len(m.engines))
+	for k, acc := range m.engines {
+		st.engineEnergy = append(st.engineEnergy, engineEnergy{key: k, pod: acc.pod, joules: acc.energyJ})
+	}
+	slices.SortFunc(st.engineEnergy, func(a, b engineEnergy) int { return compareKeys(a.key, b.key) })
+	slices.SortFunc(st.enginePower, func(a, b enginePower) int { return compareKeys(a.key, b.key) })
+	for k, v := range m.gpuErrors {
+		st.gpuErrors = append(st.gpuErrors, gpuErrorCount{gpuErrorKey: k, count: v})
+	}
+	slices.SortFunc(st.gpuErrors, func(a, b gpuErrorCount) int {
+		return cmp.Or(cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.uuid, b.uuid), cmp.Compare(a.reason, b.reason))
+	})
+	st.backendErrors = m.backendErrs
+	for meth, v := range m.attrErrors {
+		st.attrErrors = append(st.attrErrors, attrErrorCount{method: meth, count: v})
+	}
+	slices.SortFunc(st.attrErrors, func(a, b attrErrorCount) int { return cmp.Compare(a.method, b.method) })
+}
+
+func compareKeys(a, b engineKey) int {
+	return cmp.Or(cmp.Compare(a.target, b.target), cmp.Compare(a.method, b.method), cmp.Compare(a.split, b.split))
+}
+
+func attributionTargets(targets []TargetInfo) []attribution.Target {
+	out := make([]attribution.Target, len(targets))
+	for i, t := range targets {
+		out[i] = attribution.Target{
+			Name: t.Name, Pod: attribution.Pod{Namespace: t.Namespace, Name: t.Pod},
+			Port: t.Port, GPUs: t.GPUs, Tokens: t.GenerationTokens,
+		}
+	}
+	return out
+}
+
+func podsOf(d *Device) []attribution.Pod {
+	if len(d.Pods) == 0 {
+		return nil
+	}
+	out := make([]attribution.Pod, len(d.Pods))
+	for i, p := range d.Pods {
+		out[i] = attribution.Pod{Namespace: p.Namespace, Name: p.Pod}
+	}
+	return out
+}
