@@ -16,7 +16,7 @@ import (
 type collector struct{ m *Manager }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) { c.m.Describe(ch) }
-func (c collector) Collect(ch chan<- prometheus.Metric)  { c.m.Metrics(ch) }
+func (c collector) Collect(ch chan<- prometheus.Metric) { c.m.Metrics(ch) }
 
 func registry(t *testing.T, m *Manager) *prometheus.Registry {
 	t.Helper()
