@@ -55,6 +55,7 @@ func benchInputs(b *testing.B) []benchInput {
 		{"vllm-v1-latest", mustRead(b, "testdata/fixtures/vllm/v1-latest-from-source.prom")},
 		{"vllm-v1-kops", mustRead(b, "testdata/fixtures/vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")},
 		{"sglang", mustRead(b, "testdata/fixtures/sglang/sglang-from-source.prom")},
+		{"vllm-3-models", testbody.Multiply(mustRead(b, "testdata/fixtures/vllm/v1-latest-from-source.prom"), "meta-llama/Llama-3.1-8B-Instruct", 3)},
 		{"synthetic-30k", syntheticVLLM(b)},
 	}
 }

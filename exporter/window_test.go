@@ -124,3 +124,12 @@ func promtoolCheck(t *testing.T, exposition []byte) {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
+
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}

@@ -58,6 +58,13 @@ func serveFixture(t *testing.T, rel string) string {
 // its base URL once it listens.
 func startBinary(t *testing.T, args ...string) string {
 	t.Helper()
+	base, _ := startDaemon(t, args...)
+	return base
+}
+
+// startDaemon is startBinary that also returns the process ID.
+func startDaemon(t testing.TB, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -83,14 +90,16 @@ func startBinary(t *testing.T, args ...string) string {
 	}()
 	select {
 	case a := <-addr:
-		return "http://" + a
+		return "http://" + a, cmd.Process.Pid
 	case <-time.After(20 * time.Second):
 		t.Fatal("daemon did not start listening")
 	}
-	return ""
+	return "", 0
 }
 
-func get(t *testing.T, url string) string {
+func get(t *testing.T, url string) string { return getTB(t, url) }
+
+func getTB(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
+)
+
+var upLine = regexp.MustCompile(`(?m)^llm_up\{.*\} 1$`)
+
+// BenchmarkDaemonFootprint runs the built daemon against fake engines on
+// loopback, one benchmark iteration per collection interval (1 s), and
+// reports the daemon's CPU time per interval (from /proc/PID/stat) and its
+// resident memory (VmRSS, VmHWM). Run with -benchtime=20x.
+func BenchmarkDaemonFootprint(b *testing.B) {
+	medium, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", "vllm", "v1-latest-from-source.prom"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	large := testbody.Multiply(medium, "meta-llama/Llama-3.1-8B-Instruct", 100)
+	for _, c := range []struct {
+		name    string
+		engines int
+		body    []byte
+	}{{"8-medium-engines", 8, medium}, {"one-30k-sample-engine", 1, large}} {
+		b.Run(c.name, func(b *testing.B) {
+			args := []string{"--collect.interval=1s", "--collect.timeout=1s", "--config.file=testdata/footprint.yml"}
+			for i := range c.engines {
+				body := c.body
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }))
+				b.Cleanup(srv.Close)
+				args = append(args, "--target", fmt.Sprintf("engine-%d=%s", i, srv.URL))
+			}
+			base, pid := startDaemon(b, args...)
+			time.Sleep(3 * time.Second) // every target scraped at least twice
+			if body := getTB(b, base+"/metrics"); len(upLine.FindAllString(body, -1)) != c.engines {
+				b.Fatalf("targets not all up:\n%.2000s", body)
+			}
+			cpu0 := cpuSeconds(b, pid)
+			start := time.Now()
+			for b.Loop() {
+				time.Sleep(time.Second)
+			}
+			cycles := time.Since(start).Seconds()
+			b.ReportMetric((cpuSeconds(b, pid)-cpu0)/cycles*1000, "cpu-ms/cycle")
+			b.ReportMetric(procStatusMiB(b, pid, "VmRSS"), "rss-MiB")
+			b.ReportMetric(procStatusMiB(b, pid, "VmHWM"), "peak-rss-MiB")
+		})
+	}
+}
+
+func cpuSeconds(tb testing.TB, pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces) start at ")".
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+func procStatusMiB(tb testing.TB, pid int, key string) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	tb.Fatalf("%s not in /proc/%d/status", key, pid)
+	return 0
+}
