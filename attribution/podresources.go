@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -111,7 +113,8 @@ func (c *PodResources) list(ctx context.Context) ([]PodDevices, error) {
 	defer cancel()
 	resp, err := c.client.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
 	if err != nil {
-		if ctx.Err() != nil {
+		// The kubelet may see the propagated deadline pass before we do.
+		if ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded {
 			return nil, fmt.Errorf("List took longer than %v: %w", c.opts.Timeout, err)
 		}
 		return nil, fmt.Errorf("List: %w", err)

@@ -170,7 +170,7 @@ func TestPodResourcesStale(t *testing.T) {
 	k := &kubelet{}
 	k.set(0, pod("llm", "vllm-0", dev("nvidia.com/gpu", "GPU-aaaa")))
 	c := NewPodResources(PodResourcesOptions{Socket: startKubelet(t, k), TTL: 50 * time.Millisecond,
-		Timeout: 50 * time.Millisecond, MaxStale: 400 * time.Millisecond})
+		Timeout: 50 * time.Millisecond, MaxStale: 600 * time.Millisecond})
 	defer func() { _ = c.Close() }()
 	ctx := context.Background()
 	if _, err := c.List(ctx); err != nil {
@@ -182,7 +182,7 @@ func TestPodResourcesStale(t *testing.T) {
 	if err == nil || len(stale) != 1 {
 		t.Errorf("slow kubelet after a good answer: %v, %v; want the old answer and an error", stale, err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(650 * time.Millisecond)
 	old, err := c.List(ctx)
 	if err == nil || old != nil {
 		t.Errorf("past MaxStale: %v, %v; want nothing and an error", old, err)
