@@ -184,9 +184,15 @@ func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, tar
 	m.meter.ForgetExcept(seen)
 
 	res := m.attr.Attribute(ctx, gpus, attributionTargets(targets))
+	failed := map[attribution.Method]error{}
 	for _, e := range res.Errors {
-		m.attrErrors[e.Method]++
-		m.logChange("attribution:"+string(e.Method), "GPU attribution failed", e)
+		failed[e.Method] = errors.Join(failed[e.Method], e)
+	}
+	for _, meth := range []attribution.Method{attribution.MethodConfig, attribution.MethodPodResources, attribution.MethodProcess} {
+		if failed[meth] != nil {
+			m.attrErrors[meth]++
+		}
+		m.logChange("attribution by "+string(meth), "GPU attribution failed", failed[meth])
 	}
 	index := make(map[string]int, len(targets))
 	for i, t := range targets {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,43 @@ func TestManagerDropsGoneTargets(t *testing.T) {
 	count := testutil.CollectAndCount(collector{m}, "llm_engine_gpu_energy_joules_total")
 	if count != 1 {
 		t.Errorf("%d engine energy series after two targets left, want 1", count)
+	}
+}
+
+// A failure that persists is one log line and one count per cycle; its
+// end is one more line.
+func TestManagerLogsChangesOnce(t *testing.T) {
+	var buf strings.Builder
+	fake := &fakeBackend{name: "nvml"}
+	m := NewManager(ManagerOptions{Backend: fake, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	t0 := time.Unix(1_700_000_000, 0)
+	ghost := append(targets(), TargetInfo{Name: "ghost", GPUs: []string{"GPU-zzzz", "9"}})
+	fake.set(cycle2(), nil)
+	for i := range 3 {
+		if _, err := m.Collect(context.Background(), t0.Add(time.Duration(i)*time.Second), ghost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.set(cycle1(), nil)
+	if _, err := m.Collect(context.Background(), t0.Add(5*time.Second), targets()); err != nil {
+		t.Fatal(err)
+	}
+	log := buf.String()
+	if n := strings.Count(log, "GPU reading failed"); n != 1 {
+		t.Errorf("%d warnings for a GPU lost three cycles running, want 1:\n%s", n, log)
+	}
+	if n := strings.Count(log, "GPU attribution failed"); n != 1 || !strings.Contains(log, "GPU-zzzz") || !strings.Contains(log, `\"9\"`) {
+		t.Errorf("want one attribution warning naming both missing GPUs:\n%s", log)
+	}
+	if n := strings.Count(log, "recovered"); n != 2 {
+		t.Errorf("%d recoveries logged, want 2 (GPU 2 and config):\n%s", n, log)
+	}
+	want := `
+# HELP goodput_exporter_gpu_attribution_errors_total Collections in which a GPU attribution method failed (kubelet pod-resources unreachable, a configured GPU missing, /proc unreadable).
+# TYPE goodput_exporter_gpu_attribution_errors_total counter
+goodput_exporter_gpu_attribution_errors_total{method="config"} 3
+`
+	if err := testutil.GatherAndCompare(registry(t, m), strings.NewReader(want), "goodput_exporter_gpu_attribution_errors_total"); err != nil {
+		t.Error(err)
 	}
 }
