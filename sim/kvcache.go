@@ -98,18 +98,19 @@ func (c *kvCache) match(r *request) []int32 {
 }
 
 // admit gives a waiting request the matched blocks and new ones up to
-// tokens, if that leaves reserve blocks free; all or nothing.
-func (c *kvCache) admit(r *request, matched []int32, tokens, reserve int) bool {
+// tokens, if the cache could also hold it up to full tokens and still
+// have reserve blocks free; all or nothing.
+func (c *kvCache) admit(r *request, matched []int32, tokens, full, reserve int) bool {
 	revive := 0
 	for _, b := range matched {
 		if c.blocks[b].ref == 0 {
 			revive++
 		}
 	}
-	need := c.blocksFor(tokens) - len(matched)
-	if c.freeLen-revive-need < reserve {
+	if c.freeLen-revive-(c.blocksFor(full)-len(matched)) < reserve {
 		return false
 	}
+	need := c.blocksFor(tokens) - len(matched)
 	for _, b := range matched {
 		if c.blocks[b].ref == 0 {
 			c.removeFree(b)

@@ -43,7 +43,7 @@ func checkKV(t *testing.T, c *kvCache, holders ...*request) {
 func TestKVPrefixHitsSkipSharedBlocks(t *testing.T) {
 	c := newKVCache(100, 16, true)
 	a := newReq(1, 100, 64, 7)
-	if !c.admit(a, c.match(a), 100, 0) {
+	if !c.admit(a, c.match(a), 100, 100, 0) {
 		t.Fatal("first request not admitted")
 	}
 	a.computed = 100
@@ -57,7 +57,7 @@ func TestKVPrefixHitsSkipSharedBlocks(t *testing.T) {
 	if n := len(c.match(other)); n != 0 {
 		t.Fatalf("other group hit %d blocks", n)
 	}
-	if !c.admit(b, hits, 100, 0) {
+	if !c.admit(b, hits, 100, 100, 0) {
 		t.Fatal("second request not admitted")
 	}
 	if c.used != 7+3 {
@@ -75,7 +75,7 @@ func TestKVPrefixHitsSkipSharedBlocks(t *testing.T) {
 func TestKVLastTokenIsNeverAHit(t *testing.T) {
 	c := newKVCache(10, 16, true)
 	a := newReq(1, 32, 32, 1)
-	c.admit(a, nil, 32, 0)
+	c.admit(a, nil, 32, 32, 0)
 	a.computed = 32
 	c.commit(a, 0, 2)
 	b := newReq(2, 32, 32, 1)
@@ -88,14 +88,14 @@ func TestKVEvictsLeastRecentlyFreedFirst(t *testing.T) {
 	c := newKVCache(4, 16, true)
 	a, b := newReq(1, 32, 0, 0), newReq(2, 32, 0, 0)
 	for _, r := range []*request{a, b} {
-		c.admit(r, nil, 32, 0)
+		c.admit(r, nil, 32, 32, 0)
 		r.computed = 32
 		c.commit(r, 0, 2)
 	}
 	c.release(a) // a's blocks are now the oldest free ones
 	c.release(b)
 	x := newReq(3, 32, 0, 0)
-	c.admit(x, nil, 32, 0)
+	c.admit(x, nil, 32, 32, 0)
 	a.blocks, b.blocks = nil, nil
 	a.generated, b.generated = 1, 1 // match looks at prompt+generated-1 tokens
 	if len(c.match(a)) != 0 {
@@ -113,10 +113,10 @@ func TestKVEvictsLeastRecentlyFreedFirst(t *testing.T) {
 func TestKVWatermarkAndGrowth(t *testing.T) {
 	c := newKVCache(10, 16, false)
 	a := newReq(1, 16*8, 0, 0)
-	if c.admit(a, nil, 16*8, 3) {
+	if c.admit(a, nil, 16*8, 16*8, 3) {
 		t.Fatal("admitted although only 2 blocks would stay free, reserve 3")
 	}
-	if !c.admit(a, nil, 16*7, 3) {
+	if !c.admit(a, nil, 16*7, 16*7, 3) {
 		t.Fatal("not admitted with exactly the reserve left")
 	}
 	if !c.grow(a, 16*10) {
@@ -125,13 +125,20 @@ func TestKVWatermarkAndGrowth(t *testing.T) {
 	if c.grow(a, 16*10+1) {
 		t.Fatal("grew past the pool")
 	}
+	c.release(a)
+	if c.admit(a, nil, 16, 16*8, 3) {
+		t.Fatal("admitted a first chunk although the whole prompt would not leave the reserve")
+	}
+	if !c.admit(a, nil, 16, 16*7, 3) || len(a.blocks) != 1 {
+		t.Fatalf("admission with room for the whole prompt holds %d blocks, want the chunk's 1", len(a.blocks))
+	}
 	checkKV(t, c, a)
 }
 
 func TestKVShrinkBelowUse(t *testing.T) {
 	c := newKVCache(10, 16, true)
 	a := newReq(1, 16*6, 0, 0)
-	c.admit(a, nil, 16*6, 0)
+	c.admit(a, nil, 16*6, 16*6, 0)
 	c.resize(4)
 	if c.capacity != 4 || c.freeLen != 0 || c.deficit != 2 {
 		t.Fatalf("capacity %d free %d deficit %d, want 4, 0, 2", c.capacity, c.freeLen, c.deficit)

@@ -75,16 +75,16 @@ func DefaultLeverSpec() LeverSpec {
 		OutputFactor:    4,
 		LongMaxTokens:   4096,
 		LongPrompts: Class{
-			Name: "long-prompts", Arrival: Poisson, Rate: 0.8,
+			Name: "long-prompts", Arrival: Constant, Rate: 0.5,
 			Prompt: LogNormal(12000, 0.4, 4000, 30000), Output: LogNormal(60, 0.5, 1, 0), MaxTokens: 256,
 		},
 		LongContext: Class{
 			Name: "long-context", Sessions: 4, ThinkTime: time.Second,
-			Prompt: LogNormal(100000, 0.05, 90000, 110000), Output: LogNormal(6000, 0.2, 1000, 0), MaxTokens: 16384,
+			Prompt: LogNormal(100000, 0.02, 97000, 103000), Output: LogNormal(6000, 0.1, 5000, 7000), MaxTokens: 16384,
 			ClientTimeout: time.Hour,
 		},
 		SaturationMaxNumSeqs: 1024,
-		SaturationRateFactor: 2.1,
+		SaturationRateFactor: 1.9,
 		FailedInletC:         50,
 		ResistanceFactor:     1.8,
 	}

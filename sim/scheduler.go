@@ -68,7 +68,13 @@ func (e *Engine) schedule(p *stepPlan) {
 	if p.preempted > 0 {
 		return
 	}
+	// A request is admitted only if its whole prompt would fit beside the
+	// prompts still being prefilled and the watermark, so that a long
+	// prompt does not run out of blocks halfway and preempt others.
 	reserve := int(e.cfg.Engine.Watermark * float64(e.kv.capacity))
+	for _, r := range e.running {
+		reserve += max(0, e.kv.blocksFor(r.numTokens())-len(r.blocks))
+	}
 	for len(e.running) < e.cfg.Engine.MaxNumSeqs && budget > 0 && e.waiting.len() > 0 {
 		r := e.waiting.front()
 		if !e.fits(r) {
@@ -79,9 +85,10 @@ func (e *Engine) schedule(p *stepPlan) {
 		matched := e.kv.match(r)
 		hit := len(matched) * e.kv.blockSize
 		n := min(r.numTokens()-hit, budget)
-		if !e.kv.admit(r, matched, hit+n, reserve) {
+		if !e.kv.admit(r, matched, hit+n, r.numTokens(), reserve) {
 			break
 		}
+		reserve += max(0, e.kv.blocksFor(r.numTokens())-len(r.blocks))
 		e.waiting.popFront()
 		e.admitted(r, hit)
 		p.add(r, n)
