@@ -59,7 +59,7 @@ type Counters struct {
 }
 
 // FinishedTotal is the number of finished requests, all reasons.
-func (c *Counters) FinishedTotal() uint64 {
+func (c Counters) FinishedTotal() uint64 {
 	var n uint64
 	for _, v := range c.Finished {
 		n += v
