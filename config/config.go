@@ -62,6 +62,10 @@ type Target struct {
 	// GPUs the engine holds (UUIDs or indexes); when set, this wins over
 	// any discovered attribution.
 	GPUs []string `yaml:"gpus"`
+	// Namespace and Pod of the engine in Kubernetes, for attributing GPUs
+	// through the kubelet's pod-resources API.
+	Namespace string `yaml:"namespace"`
+	Pod       string `yaml:"pod"`
 }
 
 // EffectiveTimeout is the target's timeout, else the file default, else fallback.

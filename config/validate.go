@@ -54,6 +54,9 @@ func (c *Config) validate(loc locator) Errors {
 		if t.Timeout < 0 {
 			add(at("timeout"), p+".timeout", "must be positive")
 		}
+		if (t.Pod == "") != (t.Namespace == "") {
+			add(at("pod"), p+".pod", "pod and namespace go together")
+		}
 		if t.ModelLimit < 0 {
 			add(at("model_limit"), p+".model_limit", "must be positive")
 		}

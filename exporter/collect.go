@@ -24,6 +24,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		e.costMetric(cfg, t, len(targets), ch)
 	}
+	if e.opts.GPU != nil {
+		e.opts.GPU.Metrics(ch)
+	}
 }
 
 // metrics builds the target's series under its lock, so that the channel

@@ -21,9 +21,21 @@ func (e *Exporter) costMetric(cfg *config.Config, t *target, ntargets int, ch ch
 	}
 	p := cfg.Pricing.Goodput()
 	gpus := len(t.cfg.GPUs)
+	t.mu.Lock()
+	attributed := t.gpu
+	t.mu.Unlock()
 	var cost float64
 	var basis string
 	switch {
+	case attributed.ok:
+		// Linear in the GPU count, so a fractional share (a GPU split
+		// between targets) is priced by the price of one.
+		one, err := goodput.HourlyCost(p, 1)
+		if err != nil {
+			e.warnOnce("cost/"+t.cfg.Name, "no hourly cost for target", "target", t.cfg.Name, "err", err)
+			return
+		}
+		cost, basis = one*attributed.gpus, "gpus"
 	case gpus > 0:
 		c, err := goodput.HourlyCost(p, gpus)
 		if err != nil {

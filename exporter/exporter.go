@@ -19,6 +19,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
 )
 
@@ -32,6 +33,9 @@ type Options struct {
 	// starts at a random offset within the first interval.
 	NoJitter bool
 	Logger   *slog.Logger
+	// GPU reads the node's GPUs and attributes them to targets; nil
+	// exports no GPU series.
+	GPU *gpu.Manager
 }
 
 // Exporter owns the targets and the rendered exposition.
@@ -88,6 +92,9 @@ func (e *Exporter) Start(ctx context.Context, load Loader) error {
 		return err
 	}
 	go e.render.loop(ctx, e.opts.Interval/4)
+	if e.opts.GPU != nil {
+		go e.gpuLoop(ctx)
+	}
 	return nil
 }
 

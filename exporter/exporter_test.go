@@ -65,12 +65,19 @@ func serveBody(t *testing.T, body []byte) *httptest.Server {
 
 func startExporter(t *testing.T, interval, timeout time.Duration, targets ...config.Target) *harness {
 	t.Helper()
+	return startExporterWith(t, Options{Interval: interval, Timeout: timeout}, nil, targets...)
+}
+
+func startExporterWith(t *testing.T, opts Options, pricing *config.Pricing, targets ...config.Target) *harness {
+	t.Helper()
 	logs := &syncBuffer{}
-	ex := New(Options{Interval: interval, Timeout: timeout, NoJitter: true,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	opts.NoJitter = true
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ex := New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	load := func() (*config.Config, error) {
 		cfg, _ := config.Parse(nil)
+		cfg.Pricing = pricing
 		return cfg, cfg.AddTargets(targets)
 	}
 	if err := ex.Start(ctx, load); err != nil {

@@ -30,8 +30,9 @@ type target struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu      sync.Mutex // guards state, tracker, slos and notes
+	mu      sync.Mutex // guards state, tracker, slos, notes and gpu
 	state   targetState
+	gpu     gpuUsage
 	tracker *goodput.Tracker
 	slos    []goodput.SLO
 	notes   sloNotes

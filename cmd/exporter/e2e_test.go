@@ -141,7 +141,7 @@ func TestEndToEnd(t *testing.T) {
 	base := startBinary(t,
 		"--target", "vllm-a="+serveFixture(t, "vllm/v1-latest-from-source.prom"),
 		"--target", "sglang-b="+serveFixture(t, "sglang/sglang-from-source.prom"),
-		"--collect.interval=200ms", "--collect.timeout=200ms")
+		"--collect.interval=200ms", "--collect.timeout=200ms", "--gpu.backend=none")
 	var body string
 	deadline := time.Now().Add(20 * time.Second)
 	for {

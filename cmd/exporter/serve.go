@@ -26,6 +26,7 @@ type serveCmd struct {
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" default:"4s" help:"Timeout of one engine scrape when the configuration sets none."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
+	GPU           gpuFlags      `embed:""`
 }
 
 // Validate checks the flags before anything starts.
@@ -84,7 +85,9 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
-	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger})
+	gm := s.GPU.manager(e.logger)
+	defer gm.Close()
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger, GPU: gm})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		return err

@@ -65,7 +65,7 @@ func (c constructors) selectBackend(opts SelectOptions) (Backend, Choice, error)
 			return c.dcgm(opts.DCGM)
 		default:
 			if opts.Exporter.URL == "" {
-				return nil, errors.New("dcgm-exporter: no URL configured (--gpu.dcgm-exporter-url)")
+				return nil, errors.New("dcgm-exporter: no URL configured (--gpu.dcgm-exporter.url)")
 			}
 			return c.exporter(opts.Exporter)
 		}

@@ -1,0 +1,132 @@
+package exporter
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// gpuUsage is a target's share of the node's GPUs as of the last GPU cycle.
+type gpuUsage struct {
+	gpus float64
+	ok   bool
+}
+
+// gpuLoop reads the GPUs once per interval, after the targets' scrapes
+// have had a chance to land, and attributes them to targets by the
+// generation tokens each produced since the previous cycle.
+func (e *Exporter) gpuLoop(ctx context.Context) {
+	tick := time.NewTicker(e.opts.Interval)
+	defer tick.Stop()
+	base := map[string]float64{} // generation tokens at the previous cycle
+	for {
+		e.gpuCycle(ctx, base)
+		e.render.request()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *Exporter) gpuCycle(ctx context.Context, base map[string]float64) {
+	targets := e.sortedTargets()
+	infos := make([]gpu.TargetInfo, len(targets))
+	seen := map[string]bool{}
+	for i, t := range targets {
+		tokens, ok := t.generationTokens()
+		delta := 0.0
+		if prev, had := base[t.cfg.Name]; ok && had {
+			delta = tokens - prev
+			if delta < 0 { // the engine restarted: its counter started again
+				delta = tokens
+			}
+		}
+		if ok {
+			base[t.cfg.Name] = tokens
+		}
+		seen[t.cfg.Name] = true
+		infos[i] = gpu.TargetInfo{
+			Name: t.cfg.Name, Namespace: t.cfg.Namespace, Pod: t.cfg.Pod,
+			Port: localPort(t.cfg.URL), GPUs: t.cfg.GPUs, GenerationTokens: delta,
+		}
+	}
+	for name := range base {
+		if !seen[name] {
+			delete(base, name)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.Interval)
+	defer cancel()
+	usage, err := e.opts.GPU.Collect(cctx, time.Now(), infos)
+	if err != nil && ctx.Err() == nil {
+		e.logger.Debug("GPU collection", "err", err)
+	}
+	for i, t := range targets {
+		u := gpuUsage{}
+		if i < len(usage) && usage[i].GPUs > 0 {
+			u = gpuUsage{gpus: usage[i].GPUs, ok: true}
+		}
+		t.mu.Lock()
+		t.gpu = u
+		t.mu.Unlock()
+	}
+}
+
+// generationTokens sums the target's generation tokens over its models.
+func (t *target) generationTokens() (float64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.state.snap
+	if s == nil {
+		return 0, false
+	}
+	sum, ok := 0.0, false
+	for _, m := range s.Models {
+		if v := m.Counters[snapshot.GenerationTokens]; v.OK {
+			sum, ok = sum+v.V, true
+		}
+	}
+	return sum, ok
+}
+
+// localPort is the TCP port of a target URL whose host is this machine
+// (loopback or one of its interface addresses), where process attribution
+// can find the listening engine; 0 otherwise, so that an engine elsewhere
+// is never matched to a local process that happens to use the same port.
+func localPort(raw string) int {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback() && !isLocalAddr(ip)) {
+		return 0
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	p, _ := strconv.Atoi(port)
+	return p
+}
+
+func isLocalAddr(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
