@@ -99,7 +99,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Llama-3.1-8B on one H100-class GPU serving chat
-// traffic at a healthy rate, about half the knee.
+// traffic at a healthy rate, well below the knee.
 func DefaultConfig() Config {
 	return Config{
 		Seed: 1,
@@ -137,10 +137,13 @@ func DefaultConfig() Config {
 			HWSlowdownC:       92,
 		},
 		Engine: EngineSpec{
+			// Tuned down from vLLM's 1024 so that the decode batch, not
+			// the GPU, caps the load and TPOT stays in a chat SLO at the
+			// knee; decode_saturation undoes it.
 			MaxNumSeqs:           128,
 			MaxNumBatchedTokens:  2048,
 			BlockSize:            16,
-			NumBlocks:            28000,
+			NumBlocks:            28000, // about 448k tokens: 80 GB at 0.9 less 16 GB of weights and activations
 			PrefixCaching:        true,
 			Watermark:            0.01,
 			GPUMemoryUtilization: 0.9,
@@ -148,6 +151,7 @@ func DefaultConfig() Config {
 		},
 		Workload:  DefaultWorkload(),
 		Levers:    DefaultLeverSpec(),
+		Truth:     TruthOptions{Horizon: 15 * time.Minute},
 		StartUnix: 1767225600, // 2026-01-01T00:00:00Z
 	}
 }

@@ -100,7 +100,11 @@ func (e *Engine) Lever() Lever { return e.lever }
 
 // Config is the effective configuration: the baseline with the current
 // lever applied.
-func (e *Engine) Config() Config { return e.cfg }
+func (e *Engine) Config() Config {
+	c := e.cfg
+	c.Workload = cloneWorkload(c.Workload)
+	return c
+}
 
 // Truth is the ground truth recorded so far.
 func (e *Engine) Truth() *Truth { return e.truth }
@@ -151,7 +155,7 @@ func (e *Engine) Drain(limit time.Duration) error {
 	return nil
 }
 
-func (e *Engine) hasWork() bool { return len(e.running)+e.waiting.len()+len(e.hung) > 0 }
+func (e *Engine) hasWork() bool { return len(e.running)+e.waiting.len() > 0 }
 
 func (e *Engine) nextEvent() time.Duration {
 	next := e.phaseEnd

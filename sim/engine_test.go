@@ -199,3 +199,25 @@ func TestConstantArrivals(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxTokensEndsWithLength(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workload.Classes[0].MaxTokens = 50
+	cfg.Workload.Classes[0].Output = LogNormal(50, 0.5, 1, 0)
+	e := mustNew(t, cfg)
+	e.Advance(20 * time.Second)
+	var stop, length int
+	for _, r := range e.Truth().Records(0, time.Hour) {
+		switch {
+		case r.Reason == FinishLength && r.OutputTokens == 50:
+			length++
+		case r.Reason == FinishStop && r.OutputTokens < 50:
+			stop++
+		default:
+			t.Fatalf("request %d: %s after %d tokens with max_tokens 50", r.ID, r.Reason, r.OutputTokens)
+		}
+	}
+	if stop == 0 || length == 0 {
+		t.Fatalf("%d stopped, %d hit max_tokens; want both", stop, length)
+	}
+}

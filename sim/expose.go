@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // Format is an engine's exposition format.
@@ -64,5 +63,3 @@ func pyBool(b bool) string {
 	}
 	return "False"
 }
-
-func trimFloat(s string) string { return strings.TrimSuffix(s, ".0") }

@@ -76,7 +76,7 @@ func (e *Engine) vllmText() string {
 	x.sample("vllm:cache_config_info", []label{
 		{"block_size", strconv.Itoa(eng.BlockSize)}, {"cache_dtype", "auto"},
 		{"enable_prefix_caching", pyBool(eng.PrefixCaching)}, {"engine", eng.EngineIndex},
-		{"gpu_memory_utilization", trimFloat(pyFloat(eng.GPUMemoryUtilization))},
+		{"gpu_memory_utilization", pyFloat(eng.GPUMemoryUtilization)},
 		{"num_cpu_blocks", "None"}, {"num_gpu_blocks", strconv.Itoa(e.kv.capacity)},
 		{"num_gpu_blocks_override", "None"}, {"prefix_caching_hash_algo", "sha256"}, {"sliding_window", "None"},
 	}, 1)

@@ -43,6 +43,31 @@ func ParseLever(s string) (Lever, error) {
 	return "", fmt.Errorf("unknown lever %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
+// Description says what the lever changes, for help texts.
+func (l Lever) Description() string {
+	switch l {
+	case Healthy:
+		return "the baseline workload on the baseline engine"
+	case QueueGrowth:
+		return "an arrival surge past the engine's capacity"
+	case KVPreemption:
+		return "a smaller KV cache and longer outputs: running requests outgrow the cache and are preempted"
+	case PrefillInterference:
+		return "a steady stream of very long prompts whose prefill chunks stall everyone's decode steps"
+	case KVMonopoly:
+		return "a few long-context sessions that hold most of the KV cache"
+	case PrefixCacheCollapse:
+		return "every prompt gets a prefix of its own, so shared system prompts stop hitting the cache"
+	case DecodeSaturation:
+		return "max_num_seqs back at vLLM's 1024 under more traffic: a huge decode batch with slow steps"
+	case GPUThrottling:
+		return "a cooling failure: the GPU heats up and the driver lowers its clocks"
+	case EngineStall:
+		return "the step loop hangs mid-step; on recovery the hung batch errors and timed-out clients abort"
+	}
+	return ""
+}
+
 // LeverSpec sizes each lever's change.
 type LeverSpec struct {
 	// SurgeFactor multiplies every open-loop arrival rate (queue_growth).

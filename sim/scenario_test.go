@@ -80,3 +80,14 @@ func TestEngineFollowsScenario(t *testing.T) {
 		t.Fatalf("SetLever did not end the script: %s", e.Lever())
 	}
 }
+
+func TestEveryLeverIsDescribed(t *testing.T) {
+	for _, l := range Levers {
+		if l.Description() == "" {
+			t.Errorf("%s has no description", l)
+		}
+		if got, err := ParseLever(string(l)); err != nil || got != l {
+			t.Errorf("ParseLever(%q) = %q, %v", l, got, err)
+		}
+	}
+}

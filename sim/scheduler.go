@@ -39,8 +39,9 @@ func (p *stepPlan) add(r *request, n int) {
 // (one token for a decode, a chunk of the budget for a prefill); when a
 // running request cannot get a block, the newest running request is
 // preempted and requeued at the front, possibly the request itself.
-// Waiting requests are then admitted FCFS while the budget, the sequence
-// cap and the cache allow, but not in a step that preempted.
+// Waiting requests are then admitted FCFS while the budget and the
+// sequence cap allow and the cache can hold the whole prompt, but not in
+// a step that preempted; the first one that does not fit stops admission.
 func (e *Engine) schedule(p *stepPlan) {
 	p.reset()
 	budget := e.cfg.Engine.MaxNumBatchedTokens
