@@ -25,6 +25,7 @@ type cli struct {
 	Serve       serveCmd       `cmd:"" default:"withargs" help:"Scrape the configured engines and serve /metrics (the default command)."`
 	CheckConfig checkConfigCmd `cmd:"" name:"check-config" help:"Validate a configuration file and print every error with its line."`
 	SLOReport   sloReportCmd   `cmd:"" name:"slo-report" help:"SLO attainment, goodput bounds and cost per good token over the window between two captures of an engine's /metrics."`
+	Simulate    simulateCmd    `cmd:"" help:"Serve simulated engines (and their GPUs) on loopback, or sweep one to show the knee."`
 	Version     versionCmd     `cmd:"" help:"Print the version and build information."`
 }
 

@@ -1,0 +1,232 @@
+// Package accuracy measures how close the live goodput series come to the
+// simulator's exact ground truth: it sweeps the simulated engine from light
+// load to past the knee, reads the engine's own exposition at the start and
+// end of every step through the real adapter and goodput maths (what the
+// daemon does between two scrapes), and sets the estimate beside the truth.
+package accuracy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/sim"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// Options describe one sweep.
+type Options struct {
+	Base   sim.Config
+	Rates  []float64
+	Warmup time.Duration
+	Step   time.Duration
+	// SLOs are judged live and in truth. Their objectives must be
+	// request-level (ttft, tpot, e2e, queue, error) for the joint check:
+	// the truth of a per-token itl objective is not a request outcome.
+	SLOs []goodput.SLO
+}
+
+// Objective compares one objective over one step.
+type Objective struct {
+	Kind    goodput.Kind
+	OnBound bool    // the threshold is a bucket bound: the live value is exact up to windowing
+	True    float64 // exact attainment from per-request truth
+	Live    float64 // attainment from the histograms
+	Known   bool    // both sides judged something
+}
+
+// ErrorPP is Live − True in percentage points.
+func (o Objective) ErrorPP() float64 { return 100 * (o.Live - o.True) }
+
+// SLORow is one SLO over one step.
+type SLORow struct {
+	SLO        string
+	Objectives []Objective
+	// TrueJoint is the exact share of finished requests meeting every
+	// objective; Live the exported bounds.
+	TrueJoint float64
+	LiveJoint goodput.Bounds
+	// Goodput tokens per second, true and live bounds.
+	TrueGoodput float64
+	LiveGoodput goodput.Bounds
+	// Edge is the share of the window's requests whose objectives are
+	// observed on either side of the window's edge (see judge).
+	Edge float64
+	// RequestLevel is false when the SLO has a per-token objective (itl):
+	// its joint truth (no gap over the threshold) is then not what the
+	// bounds estimate, and InBand does not apply.
+	RequestLevel bool
+}
+
+// InBand reports whether the true joint share lies in the live bounds,
+// give or take the window's Edge share and a rounding tolerance.
+func (r SLORow) InBand() bool {
+	tol := r.Edge + 1e-9
+	return r.TrueJoint >= r.LiveJoint.Lower-tol && r.TrueJoint <= r.LiveJoint.Upper+tol
+}
+
+// Step is one rate of the sweep.
+type Step struct {
+	Rate       float64
+	TTFTP99    time.Duration
+	Throughput float64 // generated tok/s, all requests
+	SLOs       []SLORow
+}
+
+// Run sweeps and compares. Each rate runs a fresh engine (same seed):
+// Warmup, then a measured window of Step, then enough extra time for the
+// requests in flight at the window's end to finish, so that the truth can
+// be judged over the same population each histogram observes in the
+// window (TTFT at the first token, ITL at each token, the rest at finish).
+func Run(ctx context.Context, o Options) ([]Step, error) {
+	if len(o.SLOs) == 0 || len(o.Rates) == 0 || o.Step <= 0 {
+		return nil, fmt.Errorf("accuracy: need SLOs, rates and a positive step")
+	}
+	total := 0.0
+	for _, c := range o.Base.Workload.Classes {
+		if c.Sessions == 0 {
+			total += c.Rate
+		}
+	}
+	if total <= 0 {
+		return nil, fmt.Errorf("accuracy: the base workload has no open-loop class")
+	}
+	var steps []Step
+	for _, rate := range o.Rates {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cfg := o.Base
+		cfg.Workload.Classes = slices.Clone(cfg.Workload.Classes)
+		for k := range cfg.Workload.Classes {
+			cfg.Workload.Classes[k].Rate *= rate / total
+		}
+		st, err := runStep(cfg, rate, o)
+		if err != nil {
+			return nil, fmt.Errorf("rate %g: %w", rate, err)
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// tail is how long past the window in-flight requests get to finish; the
+// simulated clients give up after 60 s.
+const tail = 5 * time.Minute
+
+func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
+	e, err := sim.New(cfg)
+	if err != nil {
+		return Step{}, err
+	}
+	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 100})
+	if err != nil {
+		return Step{}, err
+	}
+	scrape := func() (*snapshot.Snapshot, error) {
+		var buf bytes.Buffer
+		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
+			return nil, err
+		}
+		s, err := parser.Parse(buf.Bytes(), "", time.Unix(0, 0).Add(e.Now()))
+		if err != nil {
+			return nil, fmt.Errorf("the adapter rejected the simulator's exposition: %w", err)
+		}
+		if len(s.Errors) > 0 {
+			return nil, fmt.Errorf("family errors in the simulator's exposition: %v", s.Errors)
+		}
+		s.Target = "sim"
+		return s, nil
+	}
+	from := o.Warmup
+	to := from + o.Step
+	e.AdvanceTo(from)
+	before, err := scrape()
+	if err != nil {
+		return Step{}, err
+	}
+	e.AdvanceTo(to)
+	after, err := scrape()
+	if err != nil {
+		return Step{}, err
+	}
+	e.AdvanceTo(to + tail)
+	rep, err := goodput.BuildReport(before, after, o.SLOs, nil)
+	if err != nil {
+		return Step{}, err
+	}
+	recs := e.Truth().Records(0, to+tail)
+	st := Step{Rate: rate, TTFTP99: ttftP99(recs, from, to), Throughput: tokens(before, after) / o.Step.Seconds()}
+	for _, slo := range o.SLOs {
+		st.SLOs = append(st.SLOs, compare(slo, rep, after, judge(slo, recs, from, to), o.Step.Seconds()))
+	}
+	return st, nil
+}
+
+func tokens(a, b *snapshot.Snapshot) float64 {
+	sum := 0.0
+	for _, m := range b.Models {
+		if p := a.Model(m.Name); p != nil {
+			sum += m.Counters[snapshot.GenerationTokens].V - p.Counters[snapshot.GenerationTokens].V
+		}
+	}
+	return sum
+}
+
+func ttftP99(recs []sim.Record, from, to time.Duration) time.Duration {
+	var xs []time.Duration
+	for i := range recs {
+		r := &recs[i]
+		if r.HasFirstToken && r.FirstToken >= from && r.FirstToken < to {
+			xs = append(xs, r.FirstToken-r.Arrival)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[min(len(xs)-1, int(math.Ceil(0.99*float64(len(xs))))-1)]
+}
+
+// compare lines up the live report of one SLO with its truth.
+func compare(slo goodput.SLO, rep *goodput.Report, end *snapshot.Snapshot, truth truthSLO, seconds float64) SLORow {
+	row := SLORow{SLO: slo.Name, Edge: truth.edge, RequestLevel: true}
+	for _, o := range slo.Objectives {
+		row.RequestLevel = row.RequestLevel && o.Kind != goodput.KindITL
+	}
+	var live *goodput.ReportRow
+	for i := range rep.Rows {
+		if rep.Rows[i].SLO == slo.Name {
+			live = &rep.Rows[i]
+		}
+	}
+	if truth.requests > 0 {
+		row.TrueJoint = truth.goodRequests / truth.requests
+	}
+	row.TrueGoodput = truth.goodTokens / seconds
+	if live == nil {
+		return row
+	}
+	for j, obj := range slo.Objectives {
+		lo := live.Objectives[j]
+		ta := truth.objectives[j]
+		c := Objective{Kind: obj.Kind, Live: lo.Attainment, Known: lo.HasAttainment && ta.judged > 0}
+		if ta.judged > 0 {
+			c.True = ta.good / ta.judged
+		}
+		c.OnBound = obj.Kind == goodput.KindError
+		if m := end.Model(live.Model); m != nil && lo.Resolution.Supported && obj.Kind.Latency() {
+			c.OnBound = goodput.IsBound(m.Hists[lo.Resolution.Hist].Bounds, obj.Threshold)
+		}
+		row.Objectives = append(row.Objectives, c)
+	}
+	row.LiveJoint = live.Joint.Attainment
+	row.LiveGoodput = goodput.Bounds{Lower: live.Joint.Lower.TokensPerSecond, Upper: live.Joint.Upper.TokensPerSecond}
+	return row
+}
+
