@@ -229,4 +229,3 @@ func compare(slo goodput.SLO, rep *goodput.Report, end *snapshot.Snapshot, truth
 	row.LiveGoodput = goodput.Bounds{Lower: live.Joint.Lower.TokensPerSecond, Upper: live.Joint.Upper.TokensPerSecond}
 	return row
 }
-
