@@ -23,6 +23,7 @@ type cli struct {
 	LogFormat string `name:"log.format" default:"logfmt" enum:"logfmt,json" help:"Log line format (${enum})."`
 
 	Serve       serveCmd       `cmd:"" default:"withargs" help:"Scrape the configured engines and serve /metrics (the default command)."`
+	Demo        demoCmd        `cmd:"" help:"Simulated engines and GPUs, the daemon and a live view, in one process: no GPU or engine needed."`
 	CheckConfig checkConfigCmd `cmd:"" name:"check-config" help:"Validate a configuration file and print every error with its line."`
 	SLOReport   sloReportCmd   `cmd:"" name:"slo-report" help:"SLO attainment, goodput bounds and cost per good token over the window between two captures of an engine's /metrics."`
 	Simulate    simulateCmd    `cmd:"" help:"Serve simulated engines (and their GPUs) on loopback, or sweep one to show the knee."`
@@ -48,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
 		kong.UsageOnError(),
+		kong.Vars{"tour": defaultTour},
 	)
 	if err != nil {
 		return err

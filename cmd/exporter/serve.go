@@ -113,12 +113,15 @@ func (s *serveCmd) Run(e *env) error {
 		reload = load
 	}
 	srv := &http.Server{Handler: ex.Handler(s.TelemetryPath, reload), ReadHeaderTimeout: 10 * time.Second}
-	return serveHTTP(ctx, srv, s.ListenAddress, s.WebConfigFile, e)
+	listeners, err := listenAll(s.ListenAddress)
+	if err != nil {
+		return err
+	}
+	return serveHTTP(ctx, srv, listeners, s.WebConfigFile, e)
 }
 
-// serveHTTP listens on every address and serves until ctx ends or a
-// listener fails.
-func serveHTTP(ctx context.Context, srv *http.Server, addrs []string, webConfig string, e *env) error {
+// listenAll opens every address, or none.
+func listenAll(addrs []string) ([]net.Listener, error) {
 	var listeners []net.Listener
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
@@ -126,9 +129,18 @@ func serveHTTP(ctx context.Context, srv *http.Server, addrs []string, webConfig 
 			for _, o := range listeners {
 				o.Close()
 			}
-			return fmt.Errorf("listening on %s: %w", a, err)
+			return nil, fmt.Errorf("listening on %s: %w", a, err)
 		}
 		listeners = append(listeners, l)
+	}
+	return listeners, nil
+}
+
+// serveHTTP serves on every listener until ctx ends or one fails.
+func serveHTTP(ctx context.Context, srv *http.Server, listeners []net.Listener, webConfig string, e *env) error {
+	addrs := make([]string, len(listeners))
+	for i, l := range listeners {
+		addrs[i] = l.Addr().String()
 	}
 	noSystemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &noSystemd, WebConfigFile: &webConfig}

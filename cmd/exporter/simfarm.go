@@ -48,6 +48,9 @@ type farmSpec struct {
 	// listen is host:port of the first engine; the others and the GPU
 	// endpoint take the following ports (port 0: any free ports).
 	listen string
+	// clock, when set, is the wall clock the simulations follow (tests
+	// freeze and step it).
+	clock func() time.Time
 }
 
 // withRate scales the open-loop classes of the default workload to a
@@ -99,7 +102,7 @@ func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
 		if spec.truthLog != nil {
 			cfg.Truth.Log = spec.truthLog(i)
 		}
-		srv, err := sim.NewServer(cfg, sim.ServerOptions{Speed: spec.speed})
+		srv, err := sim.NewServer(cfg, sim.ServerOptions{Speed: spec.speed, Clock: spec.clock})
 		if err != nil {
 			f.close()
 			return nil, err

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
+	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/sim"
+)
+
+// defaultTour walks engine 0 through every failure lever, with healthy
+// spells between them, in simulated time.
+const defaultTour = "healthy:60s,queue_growth:90s,healthy:90s,kv_preemption:90s,healthy:60s," +
+	"prefill_interference:90s,healthy:60s,prefix_cache_collapse:90s,healthy:60s,gpu_throttling:120s,healthy:60s," +
+	"engine_stall:60s,healthy:90s,kv_monopoly:120s,healthy:60s,decode_saturation:90s,healthy:60s,repeat"
+
+// demoCmd runs simulated engines, their GPUs and the daemon in one
+// process, and shows the daemon's view in the terminal.
+type demoCmd struct {
+	ListenAddress string        `name:"web.listen-address" default:"127.0.0.1:9835" help:"Where the daemon serves /metrics."`
+	EnginesListen string        `name:"engines.listen-address" default:"127.0.0.1:0" help:"Address of the first simulated engine; the others and the GPU endpoint take the following ports (port 0: any free ports)."`
+	Speed         float64       `name:"speed" default:"10" help:"Simulated seconds per wall-clock second."`
+	Seed          uint64        `name:"seed" default:"1" help:"Random seed of the simulation."`
+	Tour          string        `name:"tour" default:"${tour}" help:"Lever script engine 0 follows (simulated time); engine 1 stays healthy."`
+	Interval      time.Duration `name:"collect.interval" default:"1s" help:"How often the daemon scrapes the engines."`
+	Refresh       time.Duration `name:"refresh" default:"1s" help:"How often the view is redrawn."`
+	Duration      time.Duration `name:"duration" help:"Stop after this long (default: until Ctrl-C)."`
+}
+
+func (d *demoCmd) Validate() error {
+	if d.Speed <= 0 || d.Interval <= 0 || d.Refresh <= 0 {
+		return fmt.Errorf("--speed, --collect.interval and --refresh must be positive")
+	}
+	if _, err := sim.ParseScenario(d.Tour); err != nil {
+		return fmt.Errorf("--tour: %w", err)
+	}
+	return nil
+}
+
+// demoSLOs: the same latency objectives for both engines (on vLLM bucket
+// bounds, so exact there); SGLang reports no finish reasons, so its SLO
+// has no error objective, which would leave its goodput unsupported.
+func demoSLOs(vllm, sglang string) []config.SLO {
+	latency := func() config.Objectives {
+		return config.Objectives{
+			TTFT: &config.Objective{Threshold: config.Duration(500 * time.Millisecond), Target: 0.99},
+			TPOT: &config.Objective{Threshold: config.Duration(50 * time.Millisecond), Target: 0.95},
+		}
+	}
+	chat := latency()
+	chat.Error = &config.Objective{Target: 0.99, IncludeAbort: true}
+	return []config.SLO{
+		{Name: "chat", Match: config.SLOMatch{Targets: []string{vllm}}, Objectives: chat},
+		{Name: "chat-latency", Match: config.SLOMatch{Targets: []string{sglang}}, Objectives: latency()},
+	}
+}
+
+func (d *demoCmd) Run(e *env) error {
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	if d.Duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, d.Duration)
+		defer cancel()
+	}
+	tour, _ := sim.ParseScenario(d.Tour)
+	f, err := startFarm(ctx, farmSpec{
+		formats:   []sim.Format{sim.FormatVLLM, sim.FormatSGLang},
+		speed:     d.Speed,
+		seed:      d.Seed,
+		scenarios: []sim.Scenario{tour},
+		listen:    d.EnginesListen,
+	})
+	if err != nil {
+		return err
+	}
+	// The daemon's log goes to a ring shown under the table, so that it
+	// does not scroll the view away.
+	logs := newLogRing(4)
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	load := d.loader(f)
+	backend, err := gpu.NewDCGMExporter(gpu.DCGMExporterOptions{URL: f.gpuURL})
+	if err != nil {
+		return err
+	}
+	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend, Logger: logger})
+	defer gm.Close()
+	ex := exporter.New(exporter.Options{Interval: d.Interval, Timeout: d.Interval, Logger: logger, GPU: gm})
+	if err := ex.Start(ctx, load); err != nil {
+		return err
+	}
+	defer ex.Wait()
+	listeners, err := listenAll([]string{d.ListenAddress})
+	if err != nil {
+		return err
+	}
+	metricsURL := "http://" + listeners[0].Addr().String() + "/metrics"
+	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- serveHTTP(ctx, srv, listeners, "", &env{ctx: ctx, logger: logger}) }()
+
+	fmt.Fprintf(e.stdout, "daemon: %s\n", metricsURL)
+	for _, en := range f.engines {
+		fmt.Fprintf(e.stdout, "engine: %-10s %s\n", en.name, en.url)
+	}
+	fmt.Fprintf(e.stdout, "gpus:   %-10s %s\n", "dcgm", f.gpuURL)
+	slos := map[string]string{f.engines[0].name: "chat", f.engines[1].name: "chat-latency"}
+	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: e.stdout, tty: isTerminal(e.stdout), speed: d.Speed}
+	view.run(ctx, d.Refresh)
+	<-ctx.Done()
+	fmt.Fprintln(e.stdout, "demo stopped")
+	return <-errc
+}
+
+// loader is the daemon's configuration: one target per simulated engine,
+// each holding its own GPU, the demo SLOs and a GPU price.
+func (d *demoCmd) loader(f *farm) exporter.Loader {
+	return func() (*config.Config, error) {
+		cfg, err := config.Parse(nil)
+		if err != nil {
+			return nil, err
+		}
+		var targets []config.Target
+		for i, en := range f.engines {
+			targets = append(targets, config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}})
+		}
+		cfg.SLOs = demoSLOs(f.engines[0].name, f.engines[1].name)
+		cfg.Pricing = &config.Pricing{Currency: "USD", GPUHour: 2.5}
+		if err := cfg.AddTargets(targets); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

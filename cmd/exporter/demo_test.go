@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var goodTokens = regexp.MustCompile(`(?m)^llm_goodput_tokens_total\{[^}]*bound="lower"[^}]*\} (\S+)$`)
+
+// The README's first command, driven in-process for a few seconds: the
+// daemon it starts must serve non-zero goodput for the simulated engines.
+func TestDemo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--web.listen-address=127.0.0.1:0", "--speed=20",
+			"--collect.interval=300ms", "--refresh=200ms", "--duration=60s"}, pw, io.Discard)
+		pw.Close()
+	}()
+	urls := make(chan string, 1)
+	var out strings.Builder
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			if u, ok := strings.CutPrefix(line, "daemon: "); ok {
+				urls <- u
+			}
+		}
+	}()
+	var url string
+	select {
+	case url = <-urls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the demo printed no daemon URL")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		body := get(t, url)
+		good := 0.0
+		for _, m := range goodTokens.FindAllStringSubmatch(body, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			good += v
+		}
+		if good > 0 && strings.Contains(body, `llm_gpu_power_watts{gpu="1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no goodput in the daemon's /metrics after 30 s:\n%.3000s", body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a few frames of the view
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("demo returned %v", err)
+	}
+	<-scanned
+	if !strings.Contains(out.String(), "GOOD TOK/S") {
+		t.Errorf("the live view was never drawn:\n%s", out.String())
+	}
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/goodput-exporter/goodput-exporter/sim"
+)
+
+// logRing keeps the last few log lines for the view.
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	max   int
+}
+
+func newLogRing(n int) *logRing { return &logRing{max: n} }
+
+func (r *logRing) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		r.lines = append(r.lines, l)
+	}
+	if len(r.lines) > r.max {
+		r.lines = r.lines[len(r.lines)-r.max:]
+	}
+	return len(p), nil
+}
+
+func (r *logRing) last() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}
+
+// reading is one parse of the daemon's /metrics.
+type reading struct {
+	at  time.Time
+	mfs map[string]*dto.MetricFamily
+}
+
+// sum adds the samples of a family whose labels include want.
+func (r reading) sum(name string, want map[string]string) (float64, bool) {
+	mf := r.mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	total, found := 0.0, false
+next:
+	for _, m := range mf.Metric {
+		for k, v := range want {
+			ok := false
+			for _, lp := range m.Label {
+				if lp.GetName() == k && lp.GetValue() == v {
+					ok = true
+				}
+			}
+			if !ok {
+				continue next
+			}
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			total += m.Counter.GetValue()
+		case m.Gauge != nil:
+			total += m.Gauge.GetValue()
+		}
+	}
+	return total, found
+}
+
+// demoView redraws a table of what the daemon exports, as rates over the
+// last window of readings: what an operator would graph.
+type demoView struct {
+	metricsURL string
+	farm       *farm
+	slo        map[string]string // target -> the SLO shown for it
+	logs       *logRing
+	out        io.Writer
+	tty        bool
+	speed      float64
+	history    []reading
+}
+
+// window is the wall time rates are taken over.
+const window = 10 * time.Second
+
+func (v *demoView) run(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	frames := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r, err := v.read(ctx)
+		if err != nil {
+			continue
+		}
+		v.history = append(v.history, r)
+		for len(v.history) > 2 && r.at.Sub(v.history[1].at) >= window {
+			v.history = v.history[1:]
+		}
+		frames++
+		// Without a terminal (a pipe, a test), print every fifth frame.
+		if v.tty || frames%5 == 0 {
+			v.draw()
+		}
+	}
+}
+
+func (v *demoView) read(ctx context.Context) (reading, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, v.metricsURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return reading{}, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return reading{}, err
+	}
+	return reading{at: time.Now(), mfs: mfs}, nil
+}
+
+func (v *demoView) draw() {
+	if len(v.history) < 2 {
+		return
+	}
+	a, b := v.history[0], v.history[len(v.history)-1]
+	secs := b.at.Sub(a.at).Seconds() * v.speed // rates per simulated second
+	rate := func(name string, want map[string]string) string {
+		x, okA := a.sum(name, want)
+		y, okB := b.sum(name, want)
+		if !okA || !okB || secs <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", (y-x)/secs)
+	}
+	ratio := func(num, den string, want map[string]string) string {
+		x1, ok1 := a.sum(num, want)
+		y1, ok2 := b.sum(num, want)
+		x2, ok3 := a.sum(den, want)
+		y2, ok4 := b.sum(den, want)
+		if !ok1 || !ok2 || !ok3 || !ok4 || y2-x2 <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", (y1-x1)/(y2-x2))
+	}
+	gauge := func(name string, want map[string]string, format string) string {
+		x, ok := b.sum(name, want)
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf(format, x)
+	}
+	var buf bytes.Buffer
+	if v.tty {
+		buf.WriteString("\033[H\033[2J")
+	}
+	fmt.Fprintf(&buf, "goodput-exporter demo: %s   (rates per simulated second over the last %v; Ctrl-C stops)\n\n", v.metricsURL, window)
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD REQ/S\tGOOD TOK/S\tTOK/S\tTTFT OK\tTPOT OK\tNOT ERR\tWAITING\tRUNNING\tKV\tPREEMPT/S\tPOWER W\tJ/TOK\tUSD/1M GOOD TOK")
+	for _, en := range v.farm.engines {
+		t := map[string]string{"target": en.name}
+		slo := v.slo[en.name]
+		obj := func(o string) map[string]string { return map[string]string{"target": en.name, "slo": slo, "objective": o} }
+		bound := func(bd string) map[string]string { return map[string]string{"target": en.name, "slo": slo, "bound": bd} }
+		var lever sim.Lever
+		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			en.name, slo, lever, gauge("llm_up", t, "%.0f"),
+			rate("llm_goodput_requests_total", bound("lower")), rate("llm_goodput_requests_total", bound("upper")),
+			rate("llm_goodput_tokens_total", bound("lower")), rate("llm_goodput_tokens_total", bound("upper")),
+			rate("llm_generation_tokens_total", t),
+			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
+			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("tpot")),
+			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("error")),
+			gauge("llm_requests_waiting", t, "%.0f"), gauge("llm_requests_running", t, "%.0f"),
+			gauge("llm_kv_cache_usage_ratio", t, "%.2f"), rate("llm_preemptions_total", t),
+			gauge("llm_engine_gpu_power_watts", t, "%.0f"),
+			ratio("llm_engine_gpu_energy_joules_total", "llm_generation_tokens_total", t),
+			v.costPerMillion(a, b, en.name))
+	}
+	tw.Flush()
+	if lines := v.logs.last(); len(lines) > 0 {
+		buf.WriteString("\nlatest daemon log lines:\n")
+		for _, l := range lines {
+			fmt.Fprintf(&buf, "  %.160s\n", l)
+		}
+	}
+	buf.WriteString("\n")
+	v.out.Write(buf.Bytes())
+}
+
+// costPerMillion is the hourly cost over the good-token rate at the lower
+// goodput bound (the higher cost).
+func (v *demoView) costPerMillion(a, b reading, target string) string {
+	cost, ok := b.sum("llm_engine_hourly_cost", map[string]string{"target": target})
+	want := map[string]string{"target": target, "slo": v.slo[target], "bound": "lower"}
+	x, okA := a.sum("llm_goodput_tokens_total", want)
+	y, okB := b.sum("llm_goodput_tokens_total", want)
+	secs := b.at.Sub(a.at).Seconds() * v.speed
+	if !ok || !okA || !okB || y <= x || secs <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", cost/3600/((y-x)/secs)*1e6)
+}
