@@ -180,8 +180,12 @@ func (v *demoView) draw() {
 	for _, en := range v.farm.engines {
 		t := map[string]string{"target": en.name}
 		slo := v.slo[en.name]
-		obj := func(o string) map[string]string { return map[string]string{"target": en.name, "slo": slo, "objective": o} }
-		bound := func(bd string) map[string]string { return map[string]string{"target": en.name, "slo": slo, "bound": bd} }
+		obj := func(o string) map[string]string {
+			return map[string]string{"target": en.name, "slo": slo, "objective": o}
+		}
+		bound := func(bd string) map[string]string {
+			return map[string]string{"target": en.name, "slo": slo, "bound": bd}
+		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
