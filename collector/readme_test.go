@@ -1,0 +1,40 @@
+package collector
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// The README's support matrix must say what Support says, series by series.
+func TestREADMESupportMatrix(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(raw), "| series | vllm | sglang | llamacpp |")
+	if !ok {
+		t.Fatal("README has no support matrix")
+	}
+	rows := 0
+	for _, line := range strings.Split(after, "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
+		for i, e := range snapshot.Engines {
+			want := Support(e)[name]
+			got := strings.TrimSpace(cells[i+1]) == "✓"
+			if got != want {
+				t.Errorf("README says %s on %s is %v, the code says %v", name, e, got, want)
+			}
+		}
+		rows++
+	}
+	if rows != len(Support(snapshot.VLLM)) {
+		t.Errorf("README lists %d series, the contract has %d", rows, len(Support(snapshot.VLLM)))
+	}
+}
