@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,6 +61,57 @@ func startBinary(t *testing.T, args ...string) string {
 	t.Helper()
 	base, _ := startDaemon(t, args...)
 	return base
+}
+
+// waitBody polls url until its body contains every want, or fails.
+func waitBody(t *testing.T, url string, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body := get(t, url)
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(body, w)
+		}
+		if ok {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %q in:\n%.3000s", want, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// SIGHUP reloads the file: a new target starts, and a broken file is
+// refused with the running configuration kept.
+func TestSIGHUPReload(t *testing.T) {
+	a := serveFixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")
+	b := serveFixture(t, "llamacpp/server-cuda-2026-lfm2.5-8b.prom")
+	cfgPath := filepath.Join(t.TempDir(), "config.yml")
+	write := func(body string) {
+		if err := os.WriteFile(cfgPath, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("targets:\n  - name: a\n    url: " + a + "\n")
+	base, pid := startDaemon(t, "--config.file="+cfgPath, "--collect.interval=100ms", "--collect.timeout=100ms", "--gpu.backend=none")
+	waitBody(t, base+"/metrics", `llm_up{engine="vllm",target="a"} 1`)
+	write("targets:\n  - name: a\n    url: " + a + "\n  - name: b\n    url: " + b + "\n    model: lfm\n")
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitBody(t, base+"/metrics", `llm_up{engine="llamacpp",target="b"} 1`, "goodput_exporter_config_last_reload_successful 1")
+	write("targets:\n  - name: a\n    urll: oops\n")
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	body := waitBody(t, base+"/metrics", "goodput_exporter_config_last_reload_successful 0")
+	for _, want := range []string{`llm_up{engine="vllm",target="a"} 1`, `llm_up{engine="llamacpp",target="b"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("a refused reload must keep the running targets; missing %s", want)
+		}
+	}
 }
 
 // startDaemon is startBinary that also returns the process ID.
