@@ -73,7 +73,7 @@ func New(opts Options) *Exporter {
 	// Go and process metrics live on their own registry, as in node_exporter.
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e.gatherer = prometheus.Gatherers{e.reg, runtime}
+	e.gatherer = prometheus.Gatherers{e.reg, &slowGatherer{g: runtime, period: opts.Interval}}
 	e.render = newRenderer(e.gatherer, e.self, e.logger)
 	return e
 }

@@ -26,7 +26,11 @@ func (e *Exporter) gpuLoop(ctx context.Context) {
 	base := map[string]float64{} // generation tokens at the previous cycle
 	for {
 		e.gpuCycle(ctx, base)
-		e.render.request()
+		// Targets render after each scrape and pick the GPU state up; a
+		// render of its own would double the rendering cost.
+		if len(e.sortedTargets()) == 0 {
+			e.render.request()
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -15,11 +15,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// exposition is one encoded /metrics body, plain and gzipped.
+// exposition is one encoded /metrics body. The gzip form is made on the
+// first request that accepts it and kept for the others: Prometheus
+// usually scrapes less often than the daemon collects, so compressing
+// every render would mostly be wasted.
 type exposition struct {
-	plain []byte
-	gz    []byte
-	at    time.Time
+	plain  []byte
+	at     time.Time
+	gzOnce sync.Once
+	gz     []byte
 }
 
 // renderer gathers and encodes once per collection cycle and serves the
@@ -32,7 +36,9 @@ type renderer struct {
 	wake   chan struct{}
 	lastOK atomic.Bool
 	mu     sync.Mutex   // one render at a time, so a newer one is never overwritten by an older
+	zmu    sync.Mutex
 	zw     *gzip.Writer // reused: a new one allocates and clears about 1 MB of tables
+	lastGz int
 }
 
 func newRenderer(g prometheus.Gatherer, self *selfMetrics, logger *slog.Logger) *renderer {
@@ -94,16 +100,7 @@ func (r *renderer) now() {
 			r.logger.Error("encoding family", "family", mf.GetName(), "err", err)
 		}
 	}
-	var gz bytes.Buffer
-	gz.Grow(len(last.gz) + len(last.gz)/8)
-	if r.zw == nil {
-		r.zw, _ = gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-	} else {
-		r.zw.Reset(&gz)
-	}
-	r.zw.Write(plain.Bytes())
-	r.zw.Close()
-	r.cur.Store(&exposition{plain: plain.Bytes(), gz: gz.Bytes(), at: start})
+	r.cur.Store(&exposition{plain: plain.Bytes(), at: start})
 	r.self.renderDuration.Set(time.Since(start).Seconds())
 }
 
@@ -115,10 +112,29 @@ func (r *renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.Set("Vary", "Accept-Encoding")
 	if acceptsGzip(req.Header.Get("Accept-Encoding")) {
 		h.Set("Content-Encoding", "gzip")
-		w.Write(x.gz)
+		w.Write(r.gzipped(x))
 		return
 	}
 	w.Write(x.plain)
+}
+
+// gzipped compresses x once, on first use.
+func (r *renderer) gzipped(x *exposition) []byte {
+	x.gzOnce.Do(func() {
+		r.zmu.Lock()
+		defer r.zmu.Unlock()
+		var gz bytes.Buffer
+		gz.Grow(r.lastGz + r.lastGz/8)
+		if r.zw == nil {
+			r.zw, _ = gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+		} else {
+			r.zw.Reset(&gz)
+		}
+		r.zw.Write(x.plain)
+		r.zw.Close()
+		x.gz, r.lastGz = gz.Bytes(), gz.Len()
+	})
+	return x.gz
 }
 
 func acceptsGzip(header string) bool {
