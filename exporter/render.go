@@ -35,7 +35,7 @@ type renderer struct {
 	cur    atomic.Pointer[exposition]
 	wake   chan struct{}
 	lastOK atomic.Bool
-	mu     sync.Mutex   // one render at a time, so a newer one is never overwritten by an older
+	mu     sync.Mutex // one render at a time, so a newer one is never overwritten by an older
 	zmu    sync.Mutex
 	zw     *gzip.Writer // reused: a new one allocates and clears about 1 MB of tables
 	lastGz int
