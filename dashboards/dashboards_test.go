@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed dashboards")
@@ -52,13 +54,7 @@ func TestOverviewIsGenerated(t *testing.T) {
 // Every query parses under a real promtool, and uses only series the
 // exporter or the shipped recording rules produce.
 func TestQueriesParse(t *testing.T) {
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed")
-	}
+	bin := promtool.Path(t)
 	var b strings.Builder
 	b.WriteString("groups:\n  - name: dashboard-queries\n    rules:\n")
 	for i, q := range Queries(overviewRows) {

@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -82,7 +83,7 @@ func TestWindowGolden(t *testing.T) {
 		t.Error(err)
 	}
 	e.render.now()
-	promtoolCheck(t, e.render.cur.Load().plain)
+	promtool.CheckMetrics(t, e.render.cur.Load().plain)
 }
 
 func writeFamilies(t *testing.T, e *Exporter, path string, names []string) {
@@ -104,24 +105,6 @@ func writeFamilies(t *testing.T, e *Exporter, path string, names []string) {
 	}
 	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// promtoolCheck runs `promtool check metrics`; CI sets
-// GOODPUT_REQUIRE_PROMTOOL=1 so that it cannot be skipped there.
-func promtoolCheck(t *testing.T, exposition []byte) {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed")
-	}
-	cmd := exec.Command(path, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(exposition)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
 

@@ -1,27 +1,16 @@
 package rules
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-)
 
-func promtool(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed")
-	}
-	return path
-}
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
+)
 
 // Every rule file parses, and every rule test passes, under a real promtool.
 func TestRules(t *testing.T) {
-	bin := promtool(t)
+	bin := promtool.Path(t)
 	rules, _ := filepath.Glob("*.rules.yml")
 	tests, _ := filepath.Glob("tests/*_test.yml")
 	if len(rules) == 0 || len(tests) == 0 {

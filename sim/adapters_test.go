@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
+
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/sim"
@@ -112,13 +114,7 @@ func presentSeries(m *snapshot.Model) map[string]bool {
 // promtool finds nothing in the simulator's output that it does not also
 // find in the real captures of the same engine (vLLM's colons, for one).
 func TestPromtoolSeesWhatItSeesInRealCaptures(t *testing.T) {
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed")
-	}
+	bin := promtool.Path(t)
 	e := simulated(t)
 	captures := map[string]string{
 		"vllm":     "../collector/testdata/fixtures/vllm/*.prom",

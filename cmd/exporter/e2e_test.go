@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/e2e-output.prom")
@@ -220,26 +221,7 @@ func TestEndToEnd(t *testing.T) {
 	if got != string(want) {
 		t.Errorf("e2e output differs from %s (run with -update after checking):\n%s", golden, diffLines(string(want), got))
 	}
-	promtoolCheck(t, body)
-}
-
-// promtoolCheck runs `promtool check metrics`. CI installs promtool and
-// sets GOODPUT_REQUIRE_PROMTOOL=1, so there the check can never be skipped.
-func promtoolCheck(t *testing.T, exposition string) {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("GOODPUT_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool is required but not installed (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed")
-	}
-	cmd := exec.Command(path, "check", "metrics")
-	cmd.Stdin = strings.NewReader(exposition)
-	out, err := cmd.CombinedOutput()
-	if err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	}
+	promtool.CheckMetrics(t, []byte(body))
 }
 
 func diffLines(want, got string) string {
