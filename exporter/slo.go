@@ -3,7 +3,10 @@ package exporter
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -130,11 +133,40 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 			}
 		}
 		if advice := goodput.BucketAdvice(m, applied...); advice != nil && once("buckets/"+ms.Model) {
-			js, _ := goodput.CustomHistogramBuckets(advice)
-			logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; to make it exact start vLLM with --custom-histogram-buckets",
-				"model", ms.Model, "buckets", js)
+			logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
+				"model", ms.Model, "flags", bucketFlags(snap.Engine, advice))
 		}
 	}
+}
+
+// sglangBucketFlags are SGLang's server flags for the bucket families
+// goodput.BucketAdvice names (SGLang has none for its queue histogram).
+var sglangBucketFlags = map[string]string{
+	goodput.FamilyTTFT:           "--bucket-time-to-first-token",
+	goodput.FamilyInterToken:     "--bucket-inter-token-latency",
+	goodput.FamilyRequestLatency: "--bucket-e2e-request-latency",
+}
+
+// bucketFlags formats bucket advice as the engine's own flags: vLLM takes
+// one JSON value, SGLang a space-separated list per histogram.
+func bucketFlags(engine snapshot.Engine, advice map[string][]float64) string {
+	if engine != snapshot.SGLang {
+		js, _ := goodput.CustomHistogramBuckets(advice)
+		return "--custom-histogram-buckets '" + js + "'"
+	}
+	var parts []string
+	for _, fam := range slices.Sorted(maps.Keys(advice)) {
+		flag := sglangBucketFlags[fam]
+		if flag == "" {
+			continue
+		}
+		nums := make([]string, len(advice[fam]))
+		for i, b := range advice[fam] {
+			nums[i] = strconv.FormatFloat(b, 'g', -1, 64)
+		}
+		parts = append(parts, flag+" "+strings.Join(nums, " "))
+	}
+	return strings.Join(parts, " ")
 }
 
 // sloConfigMetrics exports the declared objectives as values, so that
