@@ -28,7 +28,7 @@ type demoCmd struct {
 	EnginesListen string        `name:"engines.listen-address" default:"127.0.0.1:0" help:"Address of the first simulated engine; the others and the GPU endpoint take the following ports (port 0: any free ports)."`
 	Speed         float64       `name:"speed" default:"10" help:"Simulated seconds per wall-clock second."`
 	Seed          uint64        `name:"seed" default:"1" help:"Random seed of the simulation."`
-	Tour          string        `name:"tour" default:"${tour}" help:"Lever script engine 0 follows (simulated time); engine 1 stays healthy."`
+	Tour          string        `name:"tour" default:"${tour}" help:"Lever script engine 0 follows (simulated time), inline or @FILE; engine 1 stays healthy."`
 	Interval      time.Duration `name:"collect.interval" default:"1s" help:"How often the daemon scrapes the engines."`
 	Refresh       time.Duration `name:"refresh" default:"1s" help:"How often the view is redrawn."`
 	Duration      time.Duration `name:"duration" help:"Stop after this long (default: until Ctrl-C)."`
@@ -38,7 +38,7 @@ func (d *demoCmd) Validate() error {
 	if d.Speed <= 0 || d.Interval <= 0 || d.Refresh <= 0 {
 		return fmt.Errorf("--speed, --collect.interval and --refresh must be positive")
 	}
-	if _, err := sim.ParseScenario(d.Tour); err != nil {
+	if _, err := loadScenario(d.Tour); err != nil {
 		return fmt.Errorf("--tour: %w", err)
 	}
 	return nil
@@ -69,7 +69,7 @@ func (d *demoCmd) Run(e *env) error {
 		ctx, cancel = context.WithTimeout(ctx, d.Duration)
 		defer cancel()
 	}
-	tour, _ := sim.ParseScenario(d.Tour)
+	tour, _ := loadScenario(d.Tour)
 	f, err := startFarm(ctx, farmSpec{
 		formats:   []sim.Format{sim.FormatVLLM, sim.FormatSGLang},
 		speed:     d.Speed,
