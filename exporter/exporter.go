@@ -49,6 +49,7 @@ type Exporter struct {
 	targets map[string]*target
 	ctx     context.Context
 	warned  map[string]bool
+	loops   sync.WaitGroup // renderer and GPU cycle
 
 	reg      *prometheus.Registry
 	gatherer prometheus.Gatherers
@@ -91,16 +92,27 @@ func (e *Exporter) Start(ctx context.Context, load Loader) error {
 	if err := e.Reload(load); err != nil {
 		return err
 	}
-	go e.render.loop(ctx, e.opts.Interval/4)
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		e.render.loop(ctx, e.opts.Interval/4)
+	}()
 	if e.opts.GPU != nil {
-		go e.gpuLoop(ctx)
+		e.loops.Add(1)
+		go func() {
+			defer e.loops.Done()
+			e.gpuLoop(ctx)
+		}()
 	}
 	return nil
 }
 
-// Wait stops every target once ctx has ended.
+// Wait returns once ctx has ended and every goroutine of the exporter
+// (targets, renderer, GPU cycle) has stopped, so that the GPU library can
+// be closed safely after it.
 func (e *Exporter) Wait() {
 	<-e.ctx.Done()
+	e.loops.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.targets {

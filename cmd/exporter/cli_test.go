@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runArgs(args ...string) (string, string, error) {
@@ -53,5 +55,28 @@ func TestServeBadConfigSaysWhy(t *testing.T) {
 	_, _, err := runArgs("--config.file", "../../config/testdata/invalid-size.yml", "--web.listen-address=127.0.0.1:0")
 	if err == nil || errors.Is(err, errReported) || !strings.Contains(err.Error(), `line 2: "lots" is not a positive size`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A taken port fails the start at once instead of leaving a daemon that
+// collects with nothing serving it.
+func TestServeFailsOnATakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := runArgs("--web.listen-address="+l.Addr().String(), "--target", "a=http://127.0.0.1:1/metrics", "--gpu.backend=none")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "listening on") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return with its port taken")
 	}
 }

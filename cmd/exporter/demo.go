@@ -63,6 +63,10 @@ func demoSLOs(vllm, sglang string) []config.SLO {
 }
 
 func (d *demoCmd) Run(e *env) error {
+	listeners, err := listenAll([]string{d.ListenAddress})
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	if d.Duration > 0 {
@@ -78,28 +82,30 @@ func (d *demoCmd) Run(e *env) error {
 		listen:    d.EnginesListen,
 	})
 	if err != nil {
+		closeAll(listeners)
 		return err
 	}
 	// The daemon's log goes to a ring shown under the table, so that it
 	// does not scroll the view away.
 	logs := newLogRing(4)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	load := d.loader(f)
 	backend, err := gpu.NewDCGMExporter(gpu.DCGMExporterOptions{URL: f.gpuURL})
 	if err != nil {
+		closeAll(listeners)
 		return err
 	}
 	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend, Logger: logger})
 	defer gm.Close()
 	ex := exporter.New(exporter.Options{Interval: d.Interval, Timeout: d.Interval, Logger: logger, GPU: gm})
-	if err := ex.Start(ctx, load); err != nil {
+	if err := ex.Start(ctx, d.loader(f)); err != nil {
+		closeAll(listeners)
 		return err
 	}
-	defer ex.Wait()
-	listeners, err := listenAll([]string{d.ListenAddress})
-	if err != nil {
-		return err
+	stop := func() {
+		cancel()
+		ex.Wait()
 	}
+	defer stop()
 	metricsURL := "http://" + listeners[0].Addr().String() + "/metrics"
 	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -112,10 +118,15 @@ func (d *demoCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "gpus:   %-10s %s\n", "dcgm", f.gpuURL)
 	slos := map[string]string{f.engines[0].name: "chat", f.engines[1].name: "chat-latency"}
 	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: e.stdout, tty: isTerminal(e.stdout), speed: d.Speed}
-	view.run(ctx, d.Refresh)
-	<-ctx.Done()
+	go view.run(ctx, d.Refresh)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	err = <-errc
 	fmt.Fprintln(e.stdout, "demo stopped")
-	return <-errc
+	return err
 }
 
 // loader is the daemon's configuration: one target per simulated engine,

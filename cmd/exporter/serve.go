@@ -83,16 +83,26 @@ func (s *serveCmd) Run(e *env) error {
 			return fmt.Errorf("--web.config.file: %w", err)
 		}
 	}
+	// Listen first: a taken port must fail the start, not leave a daemon
+	// that collects with nothing serving it.
+	listeners, err := listenAll(s.ListenAddress)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
 	gm := s.GPU.manager(e.logger)
 	defer gm.Close()
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger, GPU: gm})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
+		cancel()
+		closeAll(listeners)
 		return err
 	}
-	defer ex.Wait()
+	defer func() {
+		cancel()
+		ex.Wait()
+	}()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -113,11 +123,13 @@ func (s *serveCmd) Run(e *env) error {
 		reload = load
 	}
 	srv := &http.Server{Handler: ex.Handler(s.TelemetryPath, reload), ReadHeaderTimeout: 10 * time.Second}
-	listeners, err := listenAll(s.ListenAddress)
-	if err != nil {
-		return err
-	}
 	return serveHTTP(ctx, srv, listeners, s.WebConfigFile, e)
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		l.Close()
+	}
 }
 
 // listenAll opens every address, or none.
@@ -126,9 +138,7 @@ func listenAll(addrs []string) ([]net.Listener, error) {
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
-			for _, o := range listeners {
-				o.Close()
-			}
+			closeAll(listeners)
 			return nil, fmt.Errorf("listening on %s: %w", a, err)
 		}
 		listeners = append(listeners, l)
