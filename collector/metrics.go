@@ -128,16 +128,16 @@ func (d *Descs) Append(out []prometheus.Metric, snap *snapshot.Snapshot) []prome
 		m := &snap.Models[i]
 		for g, v := range m.Gauges {
 			if v.OK {
-				send(prometheus.MustNewConstMetric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name))
+				send(Metric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name))
 			}
 		}
 		for c, v := range m.Counters {
 			if v.OK {
-				send(prometheus.MustNewConstMetric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name))
+				send(Metric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name))
 			}
 		}
 		for reason, v := range m.Finished {
-			send(prometheus.MustNewConstMetric(d.finished, prometheus.CounterValue, v, e, m.Name, reason))
+			send(Metric(d.finished, prometheus.CounterValue, v, e, m.Name, reason))
 		}
 		for h, hv := range m.Hists {
 			if hv == nil {
@@ -159,3 +159,22 @@ func (d *Descs) Append(out []prometheus.Metric, snap *snapshot.Snapshot) []prome
 }
 
 func toCount(v float64) uint64 { return uint64(math.Round(v)) }
+
+// Metric is prometheus.NewConstMetric that never panics: a bad label set
+// becomes an invalid metric, which the registry reports for that series
+// alone, instead of aborting the whole Collect.
+func Metric(desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(desc, typ, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
+}
+
+// All returns every descriptor, for checks of their label names.
+func (d *Descs) All() []*prometheus.Desc {
+	out := []*prometheus.Desc{d.Up, d.finished}
+	out = append(out, d.gauges[:]...)
+	out = append(out, d.counters[:]...)
+	return append(out, d.hists[:]...)
+}

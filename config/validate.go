@@ -10,12 +10,13 @@ import (
 // Engines a target may name.
 var engineNames = []string{"auto", "vllm", "sglang", "llamacpp"}
 
-// reservedLabels are set by the daemon or by Prometheus; a static label
-// must not shadow them.
-var reservedLabels = []string{
-	"target", "engine", "model", "slo", "objective", "bound", "reason",
-	"le", "quantile", "instance", "job", "gpu", "uuid", "method", "split",
-	"source", "currency", "mode",
+// ReservedLabels are the label names the daemon or Prometheus set on a
+// target's series; a static label must not shadow them. A test in
+// exporter/ checks that every variable label of a target's series is here.
+var ReservedLabels = []string{
+	"target", "engine", "model", "reason", "slo", "objective", "bound",
+	"source", "fallback", "currency", "basis", "le", "quantile", "instance",
+	"job", "gpu", "uuid", "name", "method", "split", "namespace", "pod", "mode",
 }
 
 var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -64,7 +65,7 @@ func (c *Config) validate(loc locator) Errors {
 			switch {
 			case !labelName.MatchString(k):
 				add(loc.line("targets", i, "labels", k), p+".labels", "%q is not a valid label name", k)
-			case slices.Contains(reservedLabels, k) || len(k) > 1 && k[:2] == "__":
+			case slices.Contains(ReservedLabels, k) || len(k) > 1 && k[:2] == "__":
 				add(loc.line("targets", i, "labels", k), p+".labels", "%q is set by the exporter or by Prometheus and cannot be a static label", k)
 			}
 		}

@@ -2,6 +2,8 @@ package exporter
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
 )
 
 // engineCollector emits every target's latest state as const metrics.
@@ -46,7 +48,7 @@ func (t *target) metrics(out []prometheus.Metric) []prometheus.Metric {
 	if st.up {
 		up = 1
 	}
-	out = append(out, prometheus.MustNewConstMetric(t.descs.Up, prometheus.GaugeValue, up, engine))
+	out = append(out, collector.Metric(t.descs.Up, prometheus.GaugeValue, up, engine))
 	if st.up && st.snap != nil {
 		out = t.descs.Append(out, st.snap)
 	}

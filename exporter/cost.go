@@ -3,6 +3,7 @@ package exporter
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -49,5 +50,5 @@ func (e *Exporter) costMetric(cfg *config.Config, t *target, ntargets int, ch ch
 		e.warnOnce("cost/"+t.cfg.Name, "no hourly cost for target: pricing is per GPU-hour but its GPUs are unknown (set gpus: on the target)", "target", t.cfg.Name)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(t.costD, prometheus.GaugeValue, cost, cfg.Pricing.Currency, basis)
+	ch <- collector.Metric(t.costD, prometheus.GaugeValue, cost, cfg.Pricing.Currency, basis)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -46,7 +47,7 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []prometheus.Metric) []prometheus.Metric {
 	e := string(engine)
 	cm := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, lv ...string) {
-		out = append(out, prometheus.MustNewConstMetric(desc, t, v, lv...))
+		out = append(out, collector.Metric(desc, t, v, lv...))
 	}
 	for _, ms := range tr.Models() {
 		for _, ss := range ms.SLOs {
@@ -175,9 +176,9 @@ func sloConfigMetrics(slos []goodput.SLO, ch chan<- prometheus.Metric) {
 	for _, s := range slos {
 		for _, o := range s.Objectives {
 			if o.Kind.Latency() {
-				ch <- prometheus.MustNewConstMetric(thresholdDesc, prometheus.GaugeValue, o.Threshold, s.Name, string(o.Kind))
+				ch <- collector.Metric(thresholdDesc, prometheus.GaugeValue, o.Threshold, s.Name, string(o.Kind))
 			}
-			ch <- prometheus.MustNewConstMetric(targetDesc, prometheus.GaugeValue, o.Target, s.Name, string(o.Kind))
+			ch <- collector.Metric(targetDesc, prometheus.GaugeValue, o.Target, s.Name, string(o.Kind))
 		}
 	}
 }
