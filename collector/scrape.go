@@ -154,9 +154,17 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 		}
 		res.Detected = e
 	}
-	snap, err := s.parser.Parse(body, ct, time.Now())
+	now := time.Now()
+	snap, err := s.parser.Parse(body, ct, now)
 	if err != nil {
 		return nil, res, &ScrapeError{ReasonParse, err}
+	}
+	changed := ""
+	if s.cfg.Engine == "" && len(snap.Models) == 0 {
+		changed = s.redetect(body, ct, now, &snap)
+		if changed != "" {
+			res.Detected = s.parser.Engine()
+		}
 	}
 	snap.Target = s.cfg.Name
 	if snap.ProcessStart == 0 {
@@ -166,8 +174,33 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 		}
 	}
 	res.Restart = MarkRestart(s.prev, snap)
+	if changed != "" {
+		snap.Restarted, res.Restart = true, changed
+	}
 	s.prev = snap
 	return snap, res, nil
+}
+
+// redetect handles a detected engine that yields nothing: when the body now
+// comes from another engine (a redeployment behind the same address), it
+// switches parsers. The new engine's counters have nothing to do with the
+// old one's, so the caller marks the snapshot as a restart.
+func (s *Scraper) redetect(body []byte, ct string, now time.Time, snap **snapshot.Snapshot) string {
+	e, ok := Detect(body)
+	old := s.parser.Engine()
+	if !ok || e == old {
+		return ""
+	}
+	p, err := NewParser(e, s.cfg.Parse)
+	if err != nil {
+		return ""
+	}
+	fresh, err := p.Parse(body, ct, now)
+	if err != nil {
+		return ""
+	}
+	s.parser, *snap, s.prev = p, fresh, nil
+	return fmt.Sprintf("the engine changed from %s to %s", old, e)
 }
 
 func (s *Scraper) fetch(ctx context.Context) (string, http.Header, error) {

@@ -174,3 +174,40 @@ func TestRestartByProcessStart(t *testing.T) {
 		t.Error("a new process start time is a restart")
 	}
 }
+
+// A vLLM target redeployed as SGLang behind the same address is detected
+// again, not left reading nothing as vLLM; the switch counts as a restart.
+func TestEngineChangeIsDetected(t *testing.T) {
+	vllm := readFixture(t, snapshot.VLLM, "v1-latest-from-source.prom")
+	sglang := readFixture(t, snapshot.SGLang, "sglang-from-source.prom")
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1) == 1 {
+			w.Write(vllm)
+			return
+		}
+		w.Write(sglang)
+	}))
+	defer srv.Close()
+	sc := newTestScraper(t, srv.URL, "", time.Second, 32<<20)
+	if _, res, err := sc.Scrape(context.Background()); err != nil || res.Detected != snapshot.VLLM {
+		t.Fatalf("first scrape: %v %+v", err, res)
+	}
+	snap, res, err := sc.Scrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Detected != snapshot.SGLang || snap.Engine != snapshot.SGLang || len(snap.Models) != 1 {
+		t.Fatalf("after the switch: detected %q, engine %q, %d models", res.Detected, snap.Engine, len(snap.Models))
+	}
+	if !snap.Restarted || !strings.Contains(res.Restart, "from vllm to sglang") {
+		t.Errorf("restart %v %q", snap.Restarted, res.Restart)
+	}
+	// A configured engine is never second-guessed.
+	n.Store(0)
+	fixed := newTestScraper(t, srv.URL, snapshot.VLLM, time.Second, 32<<20)
+	fixed.Scrape(context.Background())
+	if snap, _, _ := fixed.Scrape(context.Background()); snap.Engine != snapshot.VLLM || len(snap.Models) != 0 {
+		t.Errorf("a configured engine switched: %q %d", snap.Engine, len(snap.Models))
+	}
+}
