@@ -68,6 +68,8 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		return nil, err
 	}
 	cl := constLabels(tc)
+	tracker := goodput.NewTracker(tc.Name, slos)
+	tracker.ForgetAfter(forgetModelsAfter)
 	return &target{
 		cfg:     tc,
 		timeout: timeout,
@@ -78,10 +80,16 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		logger:  e.logger.With("target", tc.Name),
 		ex:      e,
 		state:   targetState{engine: engine},
-		tracker: goodput.NewTracker(tc.Name, slos),
+		tracker: tracker,
 		slos:    slos,
 	}, nil
 }
+
+// forgetModelsAfter is how long a model may be absent from its engine
+// before its SLO counters leave the exposition: long enough to ride out a
+// restart or a redeploy, short enough that LoRA adapters loaded and
+// unloaded all day do not pile up.
+const forgetModelsAfter = time.Hour
 
 // constLabels are the labels every series of a target carries.
 func constLabels(tc config.Target) prometheus.Labels {

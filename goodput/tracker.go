@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -30,6 +31,7 @@ import (
 type Tracker struct {
 	target  string
 	slos    []SLO
+	forget  time.Duration // 0: keep absent models forever
 	started bool
 	gen     uint64
 	states  []ModelState // sorted by model name
@@ -38,7 +40,8 @@ type Tracker struct {
 
 // modelTrack holds the baselines of one model.
 type modelTrack struct {
-	gen      uint64 // last Update that listed the model
+	gen      uint64    // last Update that listed the model
+	seen     time.Time // snapshot time of that Update
 	hists    [snapshot.NumHists]histTrack
 	tokens   counterTrack
 	finished finishedTrack
@@ -49,6 +52,13 @@ type modelTrack struct {
 func NewTracker(target string, slos []SLO) *Tracker {
 	return &Tracker{target: target, slos: slos}
 }
+
+// ForgetAfter drops a model, its totals and its baselines once it has been
+// absent from every snapshot for d (by snapshot time), so that a target
+// whose models churn (LoRA adapters loaded and unloaded) does not keep
+// every model it ever served. Its counters then disappear from the
+// exposition; if it comes back it starts as a new model. 0 keeps models.
+func (t *Tracker) ForgetAfter(d time.Duration) { t.forget = d }
 
 // Target returns the target name the tracker was made for.
 func (t *Tracker) Target() string { return t.target }
@@ -84,7 +94,7 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 			idx = t.add(m.Name)
 		}
 		st, tr := &t.states[idx], t.tracks[idx]
-		st.Present, tr.gen = true, t.gen
+		st.Present, tr.gen, tr.seen = true, t.gen, s.Time
 		// Baselines advance even for models no SLO matches, so that a
 		// reload that starts matching one measures from the last snapshot.
 		tr.advance(m, s.Restarted, s.Restarted || (running && !known))
@@ -92,11 +102,20 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 			st.SLOs[j].observe(m, tr)
 		}
 	}
+	keep := 0
 	for i, tr := range t.tracks {
 		if tr.gen != t.gen {
 			t.states[i].clearInterval()
+			if t.forget > 0 && s.Time.Sub(tr.seen) > t.forget {
+				continue
+			}
 		}
+		t.states[keep], t.tracks[keep] = t.states[i], tr
+		keep++
 	}
+	clear(t.states[keep:])
+	clear(t.tracks[keep:])
+	t.states, t.tracks = t.states[:keep], t.tracks[:keep]
 	return nil
 }
 

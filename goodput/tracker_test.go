@@ -3,6 +3,7 @@ package goodput
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -383,4 +384,38 @@ func TestTrackerWrongTarget(t *testing.T) {
 	if err := tr.Update(nil); err == nil {
 		t.Error("Update(nil) = nil, want an error")
 	}
+}
+
+// With ForgetAfter, models that churn away are dropped once absent for
+// longer than the horizon; those still listed, and those absent for less,
+// stay with their totals.
+func TestTrackerForgetsChurnedModels(t *testing.T) {
+	tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
+	tr.ForgetAfter(time.Hour)
+	r := req{ttft: 0.1}
+	at := func(min int, models ...snapshot.Model) *snapshot.Snapshot {
+		s := snap("t", models...)
+		s.Time = s.Time.Add(time.Duration(min) * time.Minute)
+		return s
+	}
+	keep, gone := vllmLike("keep"), vllmLike("gone")
+	update(t, tr, at(0, keep.render(same(r, 1)), gone.render(same(r, 1))))
+	update(t, tr, at(1, keep.render(same(r, 2)), gone.render(same(r, 3))))
+	for m := 2; m <= 60; m += 10 {
+		update(t, tr, at(m, keep.render(same(r, 2+m))))
+	}
+	if tr.Model("gone") == nil {
+		t.Fatal("a model absent for under an hour was dropped")
+	}
+	update(t, tr, at(62, keep.render(same(r, 70))))
+	if tr.Model("gone") != nil {
+		t.Error("a model absent for over an hour was kept")
+	}
+	if m := tr.Model("keep"); m == nil || !m.Present || len(tr.Models()) != 1 {
+		t.Fatalf("models: %+v", tr.Models())
+	}
+	checkCounts(t, "kept model's total", objective(t, tr, "keep", "chat", KindTTFT).Total, Counts{Judged: 69, Good: 69})
+	// Back after being forgotten: a new model, measured from then on.
+	update(t, tr, at(63, keep.render(same(r, 71)), gone.render(same(r, 10))))
+	checkCounts(t, "returned model", objective(t, tr, "gone", "chat", KindTTFT).Total, Counts{Judged: 10, Good: 10})
 }
