@@ -23,7 +23,7 @@ type gpuUsage struct {
 func (e *Exporter) gpuLoop(ctx context.Context) {
 	tick := time.NewTicker(e.opts.Interval)
 	defer tick.Stop()
-	base := map[string]float64{} // generation tokens at the previous cycle
+	base := map[string]map[string]float64{} // per target and model, generation tokens at the previous cycle
 	for {
 		e.gpuCycle(ctx, base)
 		// Targets render after each scrape and pick the GPU state up; a
@@ -39,22 +39,14 @@ func (e *Exporter) gpuLoop(ctx context.Context) {
 	}
 }
 
-func (e *Exporter) gpuCycle(ctx context.Context, base map[string]float64) {
+func (e *Exporter) gpuCycle(ctx context.Context, base map[string]map[string]float64) {
 	targets := e.sortedTargets()
 	infos := make([]gpu.TargetInfo, len(targets))
 	seen := map[string]bool{}
 	for i, t := range targets {
-		tokens, ok := t.generationTokens()
-		delta := 0.0
-		if prev, had := base[t.cfg.Name]; ok && had {
-			delta = tokens - prev
-			if delta < 0 { // the engine restarted: its counter started again
-				delta = tokens
-			}
-		}
-		if ok {
-			base[t.cfg.Name] = tokens
-		}
+		tokens := t.generationTokens()
+		delta := tokenDelta(base[t.cfg.Name], tokens)
+		base[t.cfg.Name] = tokens
 		seen[t.cfg.Name] = true
 		infos[i] = gpu.TargetInfo{
 			Name: t.cfg.Name, Namespace: t.cfg.Namespace, Pod: t.cfg.Pod,
@@ -74,8 +66,8 @@ func (e *Exporter) gpuCycle(ctx context.Context, base map[string]float64) {
 	}
 	for i, t := range targets {
 		u := gpuUsage{}
-		if i < len(usage) && usage[i].GPUs > 0 {
-			u = gpuUsage{gpus: usage[i].GPUs, ok: true}
+		if i < len(usage) && usage[i].HeldGPUs > 0 {
+			u = gpuUsage{gpus: usage[i].HeldGPUs, ok: true}
 		}
 		t.mu.Lock()
 		t.gpu = u
@@ -83,21 +75,40 @@ func (e *Exporter) gpuCycle(ctx context.Context, base map[string]float64) {
 	}
 }
 
-// generationTokens sums the target's generation tokens over its models.
-func (t *target) generationTokens() (float64, bool) {
+// generationTokens returns the target's cumulative generation tokens per
+// model, as of its last successful scrape.
+func (t *target) generationTokens() map[string]float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.state.snap
-	if s == nil {
-		return 0, false
-	}
-	sum, ok := 0.0, false
-	for _, m := range s.Models {
-		if v := m.Counters[snapshot.GenerationTokens]; v.OK {
-			sum, ok = sum+v.V, true
+	out := map[string]float64{}
+	if s := t.state.snap; s != nil {
+		for _, m := range s.Models {
+			if v := m.Counters[snapshot.GenerationTokens]; v.OK {
+				out[m.Name] = v.V
+			}
 		}
 	}
-	return sum, ok
+	return out
+}
+
+// tokenDelta is the generation tokens produced since prev, model by model
+// and reset-aware: a counter that went down started again (its value is
+// the increase), a model seen for the first time only sets its baseline,
+// and a model that vanished adds nothing. Summing first would read a
+// vanished model as a restart of the whole target.
+func tokenDelta(prev, cur map[string]float64) float64 {
+	sum := 0.0
+	for model, v := range cur {
+		p, had := prev[model]
+		switch {
+		case !had:
+		case v < p:
+			sum += v
+		default:
+			sum += v - p
+		}
+	}
+	return sum
 }
 
 // localPort is the TCP port of a target URL whose host is this machine

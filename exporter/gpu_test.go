@@ -49,3 +49,22 @@ func TestGPUAttributionAndCost(t *testing.T) {
 		t.Errorf("a target with no known GPU and a per-GPU price must have no cost, got %v", v)
 	}
 }
+
+func TestTokenDelta(t *testing.T) {
+	cases := []struct {
+		name      string
+		prev, cur map[string]float64
+		want      float64
+	}{
+		{"steady", map[string]float64{"a": 100, "b": 50}, map[string]float64{"a": 130, "b": 60}, 40},
+		{"a model vanished: not a restart", map[string]float64{"a": 100, "b": 5000}, map[string]float64{"a": 130}, 30},
+		{"a model restarted", map[string]float64{"a": 100, "b": 50}, map[string]float64{"a": 20, "b": 60}, 30},
+		{"a new model sets its baseline", map[string]float64{"a": 100}, map[string]float64{"a": 110, "b": 9000}, 10},
+		{"first cycle", nil, map[string]float64{"a": 100}, 0},
+	}
+	for _, c := range cases {
+		if got := tokenDelta(c.prev, c.cur); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

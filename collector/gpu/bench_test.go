@@ -80,7 +80,7 @@ func TestBenchNode(t *testing.T) {
 		}
 	}
 	// GPUs 0-3: 2500 J per cycle from the counter; 4-7: 500 W * 5 s.
-	want := "[{a 2 1000 5000 true} {b 2 1000 5000 true} {c 2 1000 5000 true} {d 0.75 375 1875 true} {e 1.25 625 3125 true}]"
+	want := "[{a 2 2 1000 5000 true} {b 2 2 1000 5000 true} {c 2 2 1000 5000 true} {d 0.75 0.5 375 1875 true} {e 1.25 1.5 625 3125 true}]"
 	if got := fmt.Sprint(usage); got != want {
 		t.Errorf("usage %s, want %s", got, want)
 	}

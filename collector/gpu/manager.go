@@ -31,9 +31,13 @@ type TargetInfo struct {
 // of the targets given to Collect.
 type TargetUsage struct {
 	Target string
-	// GPUs is the attributed GPU count: 1 per GPU held alone, the share of
-	// a shared one. It prices the target's hardware.
+	// GPUs is the attributed GPU count this cycle: 1 per GPU held alone,
+	// the token share of a shared one.
 	GPUs float64
+	// HeldGPUs counts each GPU the target holds as 1/holders, whatever
+	// their token shares this cycle: a stable basis for pricing, where an
+	// idle sharer still holds (and pays for) its part of the GPU.
+	HeldGPUs float64
 	// PowerW is the attributed board power now.
 	PowerW float64
 	// EnergyJ is the attributed energy since the previous cycle; EnergyOK
@@ -210,6 +214,7 @@ func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, tar
 		for _, sh := range res.Shares[i] {
 			u := &usage[index[sh.Target]]
 			u.GPUs += sh.Fraction
+			u.HeldGPUs += 1 / float64(len(res.Shares[i]))
 			if d.PowerW.OK {
 				u.PowerW += d.PowerW.V * sh.Fraction
 			}

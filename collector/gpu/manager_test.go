@@ -71,11 +71,11 @@ func TestManagerTwoCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// GPU 0: counter 1000 -> 4000 J. GPU 1: (200+400)/2 W * 10 s = 3000 J,
-	// split 300:100 tokens.
+	// split 300:100 tokens; held half each whatever the tokens.
 	want := []TargetUsage{
-		{Target: "chat", GPUs: 1, PowerW: 600, EnergyJ: 3000, EnergyOK: true},
-		{Target: "code-a", GPUs: 0.75, PowerW: 300, EnergyJ: 2250, EnergyOK: true},
-		{Target: "code-b", GPUs: 0.25, PowerW: 100, EnergyJ: 750, EnergyOK: true},
+		{Target: "chat", GPUs: 1, HeldGPUs: 1, PowerW: 600, EnergyJ: 3000, EnergyOK: true},
+		{Target: "code-a", GPUs: 0.75, HeldGPUs: 0.5, PowerW: 300, EnergyJ: 2250, EnergyOK: true},
+		{Target: "code-b", GPUs: 0.25, HeldGPUs: 0.5, PowerW: 100, EnergyJ: 750, EnergyOK: true},
 	}
 	if fmt.Sprint(usage) != fmt.Sprint(want) {
 		t.Errorf("usage:\n got %+v\nwant %+v", usage, want)
