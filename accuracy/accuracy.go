@@ -65,9 +65,28 @@ type SLORow struct {
 
 // InBand reports whether the true joint share lies in the live bounds,
 // give or take the window's Edge share and a rounding tolerance.
-func (r SLORow) InBand() bool {
-	tol := r.Edge + 1e-9
+func (r SLORow) InBand() bool { return r.within(r.Edge + 1e-9) }
+
+// InBandStrict reports whether it lies in them up to rounding alone.
+func (r SLORow) InBandStrict() bool { return r.within(1e-9) }
+
+func (r SLORow) within(tol float64) bool {
 	return r.TrueJoint >= r.LiveJoint.Lower-tol && r.TrueJoint <= r.LiveJoint.Upper+tol
+}
+
+// Band says where the truth fell: "yes" inside the bounds, "edge" outside
+// them by no more than the window's edge share, "no" farther, "n/a" for a
+// per-token SLO.
+func (r SLORow) Band() string {
+	switch {
+	case !r.RequestLevel:
+		return "n/a"
+	case r.InBandStrict():
+		return "yes"
+	case r.InBand():
+		return "edge"
+	}
+	return "no"
 }
 
 // Step is one rate of the sweep.

@@ -46,10 +46,7 @@ func WriteTable(w io.Writer, steps []Step) error {
 				}
 				objs = append(objs, fmt.Sprintf("%s%s %.4f/%.4f %+.2f", o.Kind, mark, o.True, o.Live, o.ErrorPP()))
 			}
-			band := "n/a"
-			if r.RequestLevel {
-				band = fmt.Sprint(r.InBand())
-			}
+			band := r.Band()
 			fmt.Fprintf(tw, "%g\t%v\t%.0f\t%s\t%.0f\t%.0f..%.0f\t%.4f\t%.4f..%.4f\t%.4f\t%s\t%s\n",
 				s.Rate, s.TTFTP99.Round(1e6), s.Throughput, r.SLO, r.TrueGoodput, r.LiveGoodput.Lower, r.LiveGoodput.Upper,
 				r.TrueJoint, r.LiveJoint.Lower, r.LiveJoint.Upper, r.Edge, band, strings.Join(objs, "; "))
