@@ -121,7 +121,9 @@ func (e *Exporter) Wait() {
 }
 
 // ApplyConfig starts new targets, stops removed ones and restarts changed
-// ones; unchanged targets keep running with their state.
+// ones. Unchanged targets keep running; a target whose engine and labels
+// are unchanged but whose scrape settings or GPUs changed is rebuilt with
+// its goodput state carried over, so its counters do not start again.
 func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -129,38 +131,55 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 		return fmt.Errorf("exporter not running")
 	}
 	next := map[string]*target{}
-	var started []*target
+	kept := map[*target]bool{}
+	heirs := map[*target]*target{} // rebuilt target -> the one it replaces
+	var fresh []*target
 	slos := cfg.GoodputSLOs()
 	for i := range cfg.Targets {
 		tc := cfg.Targets[i]
 		timeout := cfg.EffectiveTimeout(&tc, e.opts.Timeout)
-		if old, ok := e.targets[tc.Name]; ok && reflect.DeepEqual(old.cfg, tc) && old.timeout == timeout {
-			old.reconfigure(slos)
-			next[tc.Name] = old
+		old, ok := e.targets[tc.Name]
+		if ok && reflect.DeepEqual(old.cfg, tc) && old.timeout == timeout {
+			next[tc.Name], kept[old] = old, true
 			continue
 		}
 		t, err := newTarget(tc, timeout, slos, e)
 		if err != nil {
-			for _, s := range started {
-				s.stop()
-			}
-			return err
+			return err // nothing started or stopped yet
+		}
+		if ok && sameSeries(old.cfg, tc) {
+			heirs[t] = old
 		}
 		next[tc.Name] = t
-		started = append(started, t)
+		fresh = append(fresh, t)
 	}
 	for name, old := range e.targets {
-		if next[name] != old {
+		if !kept[old] {
 			old.stop()
-			e.self.forget(name)
+			if next[name] == nil {
+				e.self.forget(name)
+			}
 		}
 	}
+	for t := range kept {
+		t.reconfigure(slos)
+	}
+	for t, old := range heirs {
+		t.adopt(old, slos)
+	}
 	e.cfg, e.targets = cfg, next
-	for _, t := range started {
+	for _, t := range fresh {
 		t.start(e.ctx, e.opts.Interval, e.opts.NoJitter)
 	}
 	e.render.request()
 	return nil
+}
+
+// sameSeries reports whether two configurations of a target produce the
+// same series from the same engine: only then can goodput state carry over.
+func sameSeries(a, b config.Target) bool {
+	return a.URL == b.URL && a.Engine == b.Engine && a.Model == b.Model &&
+		a.ModelLimit == b.ModelLimit && reflect.DeepEqual(a.Labels, b.Labels)
 }
 
 // sortedTargets returns the running targets by name.

@@ -56,6 +56,27 @@ func TestReload(t *testing.T) {
 		t.Error("an unchanged target was restarted by a reload")
 	}
 
+	// A change of timeout rebuilds the target but keeps its goodput state.
+	tracker := ex.targets["b"].tracker
+	mu.Lock()
+	next[1].Timeout = config.Duration(40 * time.Millisecond)
+	mu.Unlock()
+	post(t, hs.web.URL+"/-/reload", http.StatusOK)
+	if tb := ex.targets["b"]; tb.tracker != tracker || tb.timeout != 40*time.Millisecond {
+		t.Error("a target rebuilt for a new timeout must keep its goodput tracker")
+	}
+	// A new URL is another engine: fresh state.
+	mu.Lock()
+	next[1].URL = a.URL
+	mu.Unlock()
+	post(t, hs.web.URL+"/-/reload", http.StatusOK)
+	if ex.targets["b"].tracker == tracker {
+		t.Error("a target pointed at another engine must start a fresh tracker")
+	}
+	hs.waitFor("b up on its new engine", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "b", "engine": "vllm"}) == 1
+	})
+
 	mu.Lock()
 	failNext = errors.New("line 3: broken")
 	mu.Unlock()

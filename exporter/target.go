@@ -100,6 +100,21 @@ func constLabels(tc config.Target) prometheus.Labels {
 	return cl
 }
 
+// adopt takes over the goodput state of the target this one replaces
+// (which has stopped): the tracker's totals and baselines, the last
+// snapshot and the once-only log marks.
+func (t *target) adopt(old *target, slos []goodput.SLO) {
+	old.mu.Lock()
+	tracker, state, notes := old.tracker, old.state, old.notes
+	old.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tracker, t.state, t.notes = tracker, state, notes
+	t.state.engine = t.scraper.Engine()
+	t.tracker.Reconfigure(slos)
+	t.slos = slos
+}
+
 // reconfigure applies new SLOs, keeping the totals of unchanged objectives.
 func (t *target) reconfigure(slos []goodput.SLO) {
 	t.mu.Lock()
