@@ -37,6 +37,7 @@ type Parser struct {
 	lbls   labels.Labels
 
 	// per-parse state
+	learnt       []string // series first seen in this parse
 	seen         int
 	dropped      int
 	droppedModel string
@@ -54,6 +55,7 @@ type slot struct {
 	reason string
 	proc   bool // process_start_time_seconds
 	over   string
+	err    error // the series is unusable; reported on every parse
 }
 
 // NewParser returns a parser for one engine.
@@ -98,6 +100,7 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 			break
 		}
 		if err != nil {
+			p.forgetLearnt()
 			return nil, p.syntaxError(err, entries, last)
 		}
 		entries++
@@ -122,8 +125,17 @@ func (p *Parser) syntaxError(err error, entries int, last []byte) error {
 	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", entries+1, last, err)
 }
 
+// forgetLearnt drops the series first seen in a parse that failed, so that
+// a target serving garbage cannot grow the cache.
+func (p *Parser) forgetLearnt() {
+	for _, k := range p.learnt {
+		delete(p.cache, k)
+	}
+}
+
 func (p *Parser) begin() {
 	p.gen++
+	p.learnt = p.learnt[:0]
 	p.seen, p.dropped, p.droppedModel = 0, 0, ""
 	p.procStart, p.procSeen = 0, false
 	p.errs = nil
@@ -131,6 +143,7 @@ func (p *Parser) begin() {
 
 // learn classifies a series seen for the first time.
 func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
+	p.learnt = append(p.learnt, string(series))
 	tp.Labels(&p.lbls)
 	s := &slot{bucket: -1}
 	name := p.lbls.Get(labels.MetricName)
@@ -180,7 +193,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 		bound, err := strconv.ParseFloat(le, 64)
 		switch {
 		case err != nil || math.IsNaN(bound):
-			p.errs = append(p.errs, &FamilyError{Family: ref.src.family, Model: model, Err: fmt.Errorf("bucket with le=%q is not a number", le)})
+			s.err = &FamilyError{Family: ref.src.family, Model: model, Err: fmt.Errorf("bucket with le=%q is not a number; the bucket is left out", le)}
 			s.ref = sampleRef{}
 		case !math.IsInf(bound, +1):
 			s.bucket = acc.hist(ref.src.id).boundIndex(bound)
@@ -196,6 +209,8 @@ func (p *Parser) apply(s *slot, v float64) {
 		p.seen++
 	}
 	switch {
+	case s.err != nil:
+		p.errs = append(p.errs, s.err)
 	case s.ref.src != nil:
 		s.model.add(p.gen, s, v)
 	case s.proc:

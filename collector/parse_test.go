@@ -252,3 +252,31 @@ func TestDetect(t *testing.T) {
 		t.Error("a body with no engine prefix must not be detected")
 	}
 }
+
+// A bad bucket bound is reported on every parse, not only the first; and a
+// body that fails to parse leaves nothing behind in the series cache.
+func TestBadBoundReportedEveryTimeAndFailedParsesForgotten(t *testing.T) {
+	body := []byte(`# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{le="soon",model_name="a"} 1
+vllm:e2e_request_latency_seconds_bucket{le="+Inf",model_name="a"} 1
+vllm:e2e_request_latency_seconds_sum{model_name="a"} 1
+vllm:e2e_request_latency_seconds_count{model_name="a"} 1
+`)
+	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+	for i := range 2 {
+		s, err := p.Parse(body, "", time.Now())
+		if err != nil || len(s.Errors) != 1 || !strings.Contains(s.Errors[0].Error(), `le="soon"`) {
+			t.Fatalf("parse %d: %v %v", i, err, s.Errors)
+		}
+	}
+	before := len(p.cache)
+	garbage := []byte("vllm:x{a=\"1\"} 1\nvllm:y{a=\"2\"} 2\n<html>\n")
+	for range 3 {
+		if _, err := p.Parse(garbage, "", time.Now()); err == nil {
+			t.Fatal("garbage parsed")
+		}
+	}
+	if len(p.cache) != before {
+		t.Errorf("failed parses grew the cache from %d to %d series", before, len(p.cache))
+	}
+}

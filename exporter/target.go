@@ -48,6 +48,7 @@ type targetState struct {
 	lastErr    string
 	lastScrape time.Time
 	familyErrs []string
+	familyKeys []string // which families failed, without their values: what logging compares
 }
 
 func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *Exporter) (*target, error) {
@@ -202,7 +203,7 @@ func (t *target) scrape(ctx context.Context) {
 		st.lastErr = err.Error()
 	} else {
 		st.snap = snap
-		st.familyErrs = errorStrings(snap.Errors)
+		st.familyErrs, st.familyKeys = errorStrings(snap.Errors), errorKeys(snap.Errors)
 		if err := t.tracker.Update(snap); err != nil {
 			t.logger.Error("goodput update", "err", err)
 		}
@@ -218,11 +219,26 @@ func (t *target) scrape(ctx context.Context) {
 	case err == nil && prev.attempted && !prev.up:
 		t.logger.Info("target up again", "engine", cur.engine)
 	}
-	if err == nil && !slices.Equal(prev.familyErrs, cur.familyErrs) {
+	if err == nil && !slices.Equal(prev.familyKeys, cur.familyKeys) {
 		for _, fe := range cur.familyErrs {
 			t.logger.Warn("family left out", "err", fe)
 		}
 	}
+}
+
+// errorKeys names the family and model of each error, so that an error
+// whose message carries changing values is logged once, not every scrape.
+func errorKeys(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		var fe *collector.FamilyError
+		if errors.As(e, &fe) {
+			out = append(out, fe.Family+"\x00"+fe.Model)
+			continue
+		}
+		out = append(out, e.Error())
+	}
+	return out
 }
 
 func errorStrings(errs []error) []string {

@@ -71,7 +71,14 @@ func (t *histTrack) diff(h *snapshot.Histogram, sub bool) {
 		if sub {
 			c -= t.cum[i]
 		}
-		c = min(max(c, prev), total) // max first: NaN becomes prev
+		// Clamp into [prev, total]. Written as comparisons because Go's
+		// min and max propagate NaN; this way a NaN becomes prev.
+		if !(c >= prev) {
+			c = prev
+		}
+		if c > total {
+			c = total
+		}
 		t.dcum = append(t.dcum, c)
 		prev = c
 	}

@@ -1,6 +1,7 @@
 package goodput
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -418,4 +419,20 @@ func TestTrackerForgetsChurnedModels(t *testing.T) {
 	// Back after being forgotten: a new model, measured from then on.
 	update(t, tr, at(63, keep.render(same(r, 71)), gone.render(same(r, 10))))
 	checkCounts(t, "returned model", objective(t, tr, "gone", "chat", KindTTFT).Total, Counts{Judged: 10, Good: 10})
+}
+
+// A NaN bucket (which the parser rejects, but the maths must not trust
+// that) is clamped like any other bad value: no NaN reaches a counter.
+func TestTrackerNaNBucket(t *testing.T) {
+	tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
+	e := vllmLike("m")
+	r := req{ttft: 0.1}
+	update(t, tr, snap("t", e.render(same(r, 1))))
+	m := e.render(same(r, 5))
+	m.Hists[snapshot.TTFT].Cumulative[3] = math.NaN()
+	update(t, tr, snap("t", m))
+	o := objective(t, tr, "m", "chat", KindTTFT)
+	if math.IsNaN(o.Total.Good) || math.IsNaN(o.Total.Judged) || o.Total.Good > o.Total.Judged {
+		t.Fatalf("NaN leaked: %+v", o.Total)
+	}
 }
