@@ -21,10 +21,16 @@ func CostPerMillionGoodTokens(hourlyCost, goodTokensPerSecond float64) (cost flo
 	return hourlyCost / 3600 / goodTokensPerSecond * 1e6, true
 }
 
+// ReplicaSlack is the share of one replica's goodput that Replicas lets
+// go unserved rather than add a replica: goodput at the knee is itself a
+// measurement (a sweep step, a window of traffic), good to about a percent.
+const ReplicaSlack = 0.01
+
 // Replicas is how many replicas serve peak load when each sustains
-// perReplica at its knee: ceil(peak / perReplica), both in the same unit
-// (tok/s or req/s). A quotient within 1e-9 of an integer counts as that
-// integer, so that float rounding never adds a replica.
+// perReplica at its knee: peak / perReplica rounded up, unless the part
+// over a whole number is within ReplicaSlack of a replica. The field's
+// example, 20,000 tok/s over 3,330 tok/s per replica = 6.006, is 6; 6.05
+// would be 7. Both in the same unit (tok/s or req/s).
 func Replicas(peak, perReplica float64) (int, error) {
 	if !(perReplica > 0) || math.IsInf(perReplica, 1) {
 		return 0, fmt.Errorf("goodput per replica must be positive, got %v", perReplica)
@@ -32,8 +38,11 @@ func Replicas(peak, perReplica float64) (int, error) {
 	if !(peak >= 0) || math.IsInf(peak, 1) {
 		return 0, fmt.Errorf("peak load must be a non-negative number, got %v", peak)
 	}
-	q := peak / perReplica
-	return int(math.Ceil(q - 1e-9*max(q, 1))), nil
+	n := int(math.Ceil(peak/perReplica - ReplicaSlack))
+	if peak > 0 && n < 1 {
+		n = 1 // any load needs a replica
+	}
+	return n, nil
 }
 
 // SweepStep is one step of a load sweep: an offered rate and what the
