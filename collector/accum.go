@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -17,6 +18,15 @@ type modelAcc struct {
 	stamp []uint32  // parse generation that last set vals[id]
 	hists []*histAcc
 	fin   map[string]*finAcc
+	// bad marks a source one of whose samples in this parse cannot be
+	// part of a sum (NaN, ±Inf, a negative count): the whole family is
+	// left out for the model, never summed with the other ranks.
+	bad []badMark
+}
+
+type badMark struct {
+	gen uint32
+	msg string
 }
 
 type finAcc struct {
@@ -30,6 +40,7 @@ func newModelAcc(name string, nsrc int) *modelAcc {
 		vals:  make([]float64, nsrc),
 		stamp: make([]uint32, nsrc),
 		hists: make([]*histAcc, nsrc),
+		bad:   make([]badMark, nsrc),
 	}
 }
 
@@ -57,6 +68,13 @@ func combine(cur *float64, stamp *uint32, gen uint32, v float64, a agg) {
 func (m *modelAcc) add(gen uint32, s *slot, v float64) {
 	m.gen = gen
 	src := s.ref.src
+	if msg := invalidSample(s, v, m.hists[src.id]); msg != "" {
+		if m.bad[src.id].gen != gen {
+			m.bad[src.id] = badMark{gen: gen, msg: msg}
+		}
+		m.stamp[src.id] = gen
+		return
+	}
 	switch src.kind {
 	case kindGauge, kindCounter:
 		combine(&m.vals[src.id], &m.stamp[src.id], gen, v, src.agg)
@@ -77,6 +95,41 @@ func (m *modelAcc) add(gen uint32, s *slot, v float64) {
 	}
 }
 
+// invalidSample says why v cannot be one of the samples a cumulative family
+// is built from, or "" when it can. Gauges are checked when the model is
+// built, since a gauge may be negative.
+func invalidSample(s *slot, v float64, h *histAcc) string {
+	src := s.ref.src
+	switch src.kind {
+	case kindCounter, kindFinished:
+		if err := checkCount(v); err != nil {
+			if s.reason != "" {
+				return fmt.Sprintf("reason %q: %v", s.reason, err)
+			}
+			return err.Error()
+		}
+	case kindHist:
+		switch s.ref.part {
+		case partSum:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Sprintf("_sum is %v", v)
+			}
+		case partCount:
+			if checkCount(v) != nil {
+				return fmt.Sprintf("_count is %v", v)
+			}
+		case partBucket:
+			if checkCount(v) != nil {
+				if s.bucket < 0 {
+					return fmt.Sprintf("bucket le=+Inf holds %v", v)
+				}
+				return fmt.Sprintf("bucket le=%g holds %v", h.bounds[s.bucket], v)
+			}
+		}
+	}
+	return ""
+}
+
 // build picks, per contract signal, the first listed source present in
 // this parse, checks it, and returns the model with per-family errors.
 func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
@@ -88,8 +141,18 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 	var gDone [snapshot.NumGauges]bool
 	var cDone [snapshot.NumCounters]bool
 	var hDone [snapshot.NumHists]bool
+	finDone := false
 	for _, src := range tab.sources {
 		if m.stamp[src.id] != gen {
+			continue
+		}
+		if m.bad[src.id].gen == gen && m.bad[src.id].msg != "" {
+			if done := markDone(src, &gDone, &cDone, &hDone, out.Finished != nil); !done {
+				fail(src, errors.New(m.bad[src.id].msg))
+				if src.kind == kindFinished {
+					finDone = true
+				}
+			}
 			continue
 		}
 		v := m.vals[src.id]
@@ -117,7 +180,7 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 			}
 			out.Counters[src.field] = snapshot.Value{V: v, OK: true}
 		case kindFinished:
-			if out.Finished != nil {
+			if out.Finished != nil || finDone {
 				continue
 			}
 			fin, err := m.finished(gen)
@@ -144,6 +207,26 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 		tab.post(&out)
 	}
 	return out, errs
+}
+
+// markDone records that src's contract signal is settled (a bad family
+// is not replaced by a later, lower-preference one) and reports whether it
+// already was.
+func markDone(src *source, g *[snapshot.NumGauges]bool, c *[snapshot.NumCounters]bool, h *[snapshot.NumHists]bool, fin bool) bool {
+	var flag *bool
+	switch src.kind {
+	case kindGauge:
+		flag = &g[src.field]
+	case kindCounter:
+		flag = &c[src.field]
+	case kindHist:
+		flag = &h[src.field]
+	default:
+		return fin
+	}
+	was := *flag
+	*flag = true
+	return was
 }
 
 func (m *modelAcc) finished(gen uint32) (map[string]float64, error) {
@@ -246,7 +329,8 @@ func (h *histAcc) build(gen uint32) (*snapshot.Histogram, error) {
 	if h.inf < prev {
 		return nil, fmt.Errorf("+Inf bucket holds %g, fewer than the last finite bucket (%g)", h.inf, prev)
 	}
-	if math.Abs(h.count-h.inf) > 1e-9*math.Max(1, h.inf) {
+	// Written so that a NaN count fails: NaN compares false either way.
+	if !(math.Abs(h.count-h.inf) <= 1e-9*math.Max(1, h.inf)) {
 		return nil, fmt.Errorf("_count is %g but the +Inf bucket is %g", h.count, h.inf)
 	}
 	if math.IsNaN(h.sum) || math.IsInf(h.sum, 0) {

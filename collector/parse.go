@@ -28,10 +28,14 @@ type ParseOptions struct {
 // does), so a steady target costs one map lookup per sample and no
 // allocation. A Parser is not safe for concurrent use: keep one per target.
 type Parser struct {
-	tab    *table
-	opts   ParseOptions
-	st     *labels.SymbolTable
-	cache  map[string]*slot
+	tab   *table
+	opts  ParseOptions
+	st    *labels.SymbolTable
+	cache map[string]*slot
+	// canon maps a series' identity (its sorted labels) to its slot, so
+	// that the same series written twice with its labels in another order
+	// is recognised as a duplicate rather than learnt as a second series.
+	canon  map[string]*slot
 	models map[string]*modelAcc
 	gen    uint32
 	lbls   labels.Labels
@@ -43,6 +47,8 @@ type Parser struct {
 	droppedModel string
 	procStart    float64
 	procSeen     bool
+	dupes        int
+	dupeSeries   string
 	errs         []error
 }
 
@@ -55,7 +61,8 @@ type slot struct {
 	reason string
 	proc   bool // process_start_time_seconds
 	over   string
-	err    error // the series is unusable; reported on every parse
+	canon  string // the series' sorted labels, its key in Parser.canon
+	err    error  // the series is unusable; reported on every parse
 }
 
 // NewParser returns a parser for one engine.
@@ -72,6 +79,7 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 		opts:   opts,
 		st:     labels.NewSymbolTable(),
 		cache:  map[string]*slot{},
+		canon:  map[string]*slot{},
 		models: map[string]*modelAcc{},
 	}, nil
 }
@@ -113,7 +121,7 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 		if s == nil {
 			s = p.learn(tp, series)
 		}
-		p.apply(s, v)
+		p.apply(s, v, series)
 	}
 	return p.finish(now), nil
 }
@@ -129,6 +137,9 @@ func (p *Parser) syntaxError(err error, entries int, last []byte) error {
 // a target serving garbage cannot grow the cache.
 func (p *Parser) forgetLearnt() {
 	for _, k := range p.learnt {
+		if s := p.cache[k]; s != nil && s.canon != "" && p.canon[s.canon] == s {
+			delete(p.canon, s.canon)
+		}
 		delete(p.cache, k)
 	}
 }
@@ -138,6 +149,7 @@ func (p *Parser) begin() {
 	p.learnt = p.learnt[:0]
 	p.seen, p.dropped, p.droppedModel = 0, 0, ""
 	p.procStart, p.procSeen = 0, false
+	p.dupes, p.dupeSeries = 0, ""
 	p.errs = nil
 }
 
@@ -145,7 +157,15 @@ func (p *Parser) begin() {
 func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	p.learnt = append(p.learnt, string(series))
 	tp.Labels(&p.lbls)
-	s := &slot{bucket: -1}
+	canon := p.lbls.String()
+	if s := p.canon[canon]; s != nil {
+		// The same series spelt differently (labels in another order):
+		// one slot, so that the second sample is seen as a duplicate.
+		p.cache[string(series)] = s
+		return s
+	}
+	s := &slot{bucket: -1, canon: canon}
+	p.canon[canon] = s
 	name := p.lbls.Get(labels.MetricName)
 	if name == "process_start_time_seconds" {
 		s.proc = true
@@ -203,11 +223,18 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	return s
 }
 
-func (p *Parser) apply(s *slot, v float64) {
-	if s.gen != p.gen {
-		s.gen = p.gen
-		p.seen++
+func (p *Parser) apply(s *slot, v float64, series []byte) {
+	if s.gen == p.gen {
+		// A series already read in this body: Prometheus keeps the first
+		// sample and counts the rest; summing them would double a value.
+		p.dupes++
+		if p.dupeSeries == "" {
+			p.dupeSeries = string(series)
+		}
+		return
 	}
+	s.gen = p.gen
+	p.seen++
 	switch {
 	case s.err != nil:
 		p.errs = append(p.errs, s.err)
@@ -249,6 +276,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 		p.errs = append(p.errs, &FamilyError{Model: p.droppedModel, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
 	}
 	snap.Errors = p.errs
+	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
 	p.sweep()
 	return snap
 }
@@ -260,6 +288,11 @@ func (p *Parser) sweep() {
 	for k, s := range p.cache {
 		if s.gen != p.gen {
 			delete(p.cache, k)
+		}
+	}
+	for k, s := range p.canon {
+		if s.gen != p.gen {
+			delete(p.canon, k)
 		}
 	}
 	removed := false
@@ -274,6 +307,7 @@ func (p *Parser) sweep() {
 		for k, s := range p.cache {
 			if s.over != "" {
 				delete(p.cache, k)
+				delete(p.canon, s.canon)
 			}
 		}
 	}

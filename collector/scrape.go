@@ -27,10 +27,14 @@ const (
 	ReasonRead          = "read"
 	ReasonParse         = "parse"
 	ReasonUnknownEngine = "unknown_engine"
+	// ReasonMultipleEngines: the URL answers from more than one engine
+	// process (a load-balanced service), so its counters cannot be
+	// followed.
+	ReasonMultipleEngines = "multiple_engines"
 )
 
 // ScrapeReasons lists every reason, so that error counters can start at 0.
-var ScrapeReasons = []string{ReasonTimeout, ReasonConnect, ReasonHTTPStatus, ReasonBodyTooLarge, ReasonRedirect, ReasonRead, ReasonParse, ReasonUnknownEngine}
+var ScrapeReasons = []string{ReasonTimeout, ReasonConnect, ReasonHTTPStatus, ReasonBodyTooLarge, ReasonRedirect, ReasonRead, ReasonParse, ReasonUnknownEngine, ReasonMultipleEngines}
 
 // ScrapeError is a failed scrape with the reason it is counted under.
 type ScrapeError struct {
@@ -65,6 +69,7 @@ type Scraper struct {
 	parser *Parser
 	buf    bytes.Buffer
 	prev   *snapshot.Snapshot
+	cont   Continuity
 	host   string
 }
 
@@ -127,8 +132,12 @@ func (s *Scraper) Engine() snapshot.Engine {
 type Result struct {
 	// Detected is set on the scrape that detected the engine.
 	Detected snapshot.Engine
-	// Restart says why the snapshot does not continue the previous one.
+	// Restart says why the snapshot is a new process whose counts are all
+	// recent (Snapshot.Restarted).
 	Restart string
+	// Baseline says why the snapshot's counts are of unknown age and only
+	// set baselines (Snapshot.Baseline).
+	Baseline string
 	// Bytes is the size of the (decompressed) body.
 	Bytes int
 }
@@ -173,18 +182,24 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 			snap.ProcessStart = v
 		}
 	}
-	res.Restart = MarkRestart(s.prev, snap)
-	if changed != "" {
-		snap.Restarted, res.Restart = true, changed
-	}
+	v := s.cont.Judge(s.prev, snap)
 	s.prev = snap
+	if v.Flip != nil {
+		return nil, res, v.Flip
+	}
+	res.Restart, res.Baseline = v.Restart, v.Baseline
+	if changed != "" && v.Flip == nil {
+		snap.Restarted, snap.Baseline = false, true
+		res.Restart, res.Baseline = "", changed+": its counts are of unknown age and only set the baseline"
+	}
 	return snap, res, nil
 }
 
 // redetect handles a detected engine that yields nothing: when the body now
 // comes from another engine (a redeployment behind the same address), it
 // switches parsers. The new engine's counters have nothing to do with the
-// old one's, so the caller marks the snapshot as a restart.
+// old one's and are of unknown age, so the caller marks the snapshot as a
+// baseline.
 func (s *Scraper) redetect(body []byte, ct string, now time.Time, snap **snapshot.Snapshot) string {
 	e, ok := Detect(body)
 	old := s.parser.Engine()
@@ -200,6 +215,7 @@ func (s *Scraper) redetect(body []byte, ct string, now time.Time, snap **snapsho
 		return ""
 	}
 	s.parser, *snap, s.prev = p, fresh, nil
+	s.cont = Continuity{}
 	return fmt.Sprintf("the engine changed from %s to %s", old, e)
 }
 

@@ -123,13 +123,26 @@ type Snapshot struct {
 	// ProcessStart is the engine process start time in Unix seconds, 0 when
 	// the engine does not say.
 	ProcessStart float64
-	// Restarted is set when this snapshot is not a continuation of the
-	// previous one of the same target: a counter or histogram count went
-	// down, or the process start time changed. Consumers treat every
+	// Restarted is set when this snapshot comes from a new engine process
+	// that started after the previous scrape of the same target: its
+	// process start time changed, or (engines that publish none) every
+	// cumulative series went down at once. Consumers treat every
 	// cumulative value as a fresh start (the new value is the delta).
+	// A single series that went down is not a restart: consumers judge
+	// each series on its own.
 	Restarted bool
+	// Baseline is set when this snapshot comes from another engine process
+	// whose counts are of unknown age (it started before the previous
+	// scrape, or the engine behind the address changed): consumers only
+	// set their baselines from it, as for a target's first snapshot.
+	Baseline bool
 	// Models are sorted by Name.
 	Models []Model
+	// Duplicates counts samples of a series already read earlier in the
+	// same body; the first sample was kept and these were ignored.
+	// DuplicateSeries is the first such series, as the engine wrote it.
+	Duplicates      int
+	DuplicateSeries string
 	// Errors are per-family problems (a histogram cut short, a bucket out
 	// of order). The family is left out; the rest of the snapshot stands.
 	Errors []error
