@@ -137,6 +137,14 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 	var errs []error
 	fail := func(src *source, err error) {
 		errs = append(errs, &FamilyError{Family: src.family, Model: m.name, Err: err})
+		switch src.kind {
+		case kindCounter:
+			out.CounterFailed[src.field] = true
+		case kindHist:
+			out.HistFailed[src.field] = true
+		case kindFinished:
+			out.FinishedFailed = true
+		}
 	}
 	var gDone [snapshot.NumGauges]bool
 	var cDone [snapshot.NumCounters]bool
@@ -147,7 +155,7 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 			continue
 		}
 		if m.bad[src.id].gen == gen && m.bad[src.id].msg != "" {
-			if done := markDone(src, &gDone, &cDone, &hDone, out.Finished != nil); !done {
+			if done := markDone(src, &gDone, &cDone, &hDone, out.Finished != nil || finDone); !done {
 				fail(src, errors.New(m.bad[src.id].msg))
 				if src.kind == kindFinished {
 					finDone = true

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
 
 // selfMetrics are the daemon's own lifetime facts.
@@ -15,6 +16,8 @@ type selfMetrics struct {
 	renderDuration  prometheus.Gauge
 	renderErrors    prometheus.Counter
 	bodyBytes       *prometheus.GaugeVec
+	discontinuities *prometheus.CounterVec
+	duplicates      *prometheus.CounterVec
 }
 
 func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
@@ -25,7 +28,7 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 		}, []string{"target"}),
 		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "goodput_exporter_target_scrape_errors_total",
-			Help: "Failed scrapes of an engine target by reason: timeout, connect, http_status, body_too_large, redirect, read, parse, unknown_engine.",
+			Help: "Failed scrapes of an engine target by reason: timeout, connect, http_status, body_too_large, redirect, read, parse, unknown_engine, multiple_engines (the URL answers from more than one engine process).",
 		}, []string{"target", "reason"}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_config_last_reload_successful",
@@ -47,8 +50,16 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			Name: "goodput_exporter_target_body_bytes",
 			Help: "Size of the last (decompressed) /metrics body read from an engine target.",
 		}, []string{"target"}),
+		discontinuities: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "goodput_exporter_series_discontinuities_total",
+			Help: "Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging).",
+		}, []string{"target", "reason"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "goodput_exporter_target_duplicate_samples_total",
+			Help: "Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does.",
+		}, []string{"target"}),
 	}
-	reg.MustRegister(m.scrapeDuration, m.scrapeErrors, m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors, m.bodyBytes)
+	reg.MustRegister(m.scrapeDuration, m.scrapeErrors, m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors, m.bodyBytes, m.discontinuities, m.duplicates)
 	return m
 }
 
@@ -58,6 +69,10 @@ func (m *selfMetrics) init(target string) {
 	for _, r := range collector.ScrapeReasons {
 		m.scrapeErrors.WithLabelValues(target, r)
 	}
+	for _, r := range goodput.DiscontinuityKinds {
+		m.discontinuities.WithLabelValues(target, r)
+	}
+	m.duplicates.WithLabelValues(target)
 }
 
 // forget drops the series of a target that is no longer configured.
@@ -65,4 +80,6 @@ func (m *selfMetrics) forget(target string) {
 	m.scrapeDuration.DeleteLabelValues(target)
 	m.bodyBytes.DeleteLabelValues(target)
 	m.scrapeErrors.DeletePartialMatch(prometheus.Labels{"target": target})
+	m.discontinuities.DeletePartialMatch(prometheus.Labels{"target": target})
+	m.duplicates.DeleteLabelValues(target)
 }

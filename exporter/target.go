@@ -36,7 +36,16 @@ type target struct {
 	tracker *goodput.Tracker
 	slos    []goodput.SLO
 	notes   sloNotes
+	// discSeen is, per discontinuity (model, series, kind), the update in
+	// which it was last seen: a series that keeps glitching is logged when
+	// it starts, and again only after it has been quiet for a while.
+	discSeen map[string]uint64
+	updates  uint64
 }
+
+// discQuiet is how many updates a discontinuity must be absent before it
+// is logged again (five minutes at the default interval).
+const discQuiet = 60
 
 // targetState is what the renderer and the landing page read.
 type targetState struct {
@@ -49,6 +58,7 @@ type targetState struct {
 	lastScrape time.Time
 	familyErrs []string
 	familyKeys []string // which families failed, without their values: what logging compares
+	duplicates bool     // the last body repeated a series
 }
 
 func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *Exporter) (*target, error) {
@@ -191,6 +201,9 @@ func (t *target) scrape(ctx context.Context) {
 	if res.Restart != "" {
 		t.logger.Warn("engine restarted; counters start again", "why", res.Restart)
 	}
+	if res.Baseline != "" {
+		t.logger.Warn("another engine process answers; its counts only set the baseline", "why", res.Baseline)
+	}
 
 	t.mu.Lock()
 	prev := t.state
@@ -208,6 +221,14 @@ func (t *target) scrape(ctx context.Context) {
 			t.logger.Error("goodput update", "err", err)
 		}
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
+		t.discontinuities()
+		if snap.Duplicates > 0 {
+			self.duplicates.WithLabelValues(t.cfg.Name).Add(float64(snap.Duplicates))
+			if !prev.duplicates {
+				t.logger.Warn("the engine's body repeats series; the first sample of each is kept", "duplicates", snap.Duplicates, "first", snap.DuplicateSeries)
+			}
+		}
+		st.duplicates = snap.Duplicates > 0
 	}
 	cur := t.state
 	t.mu.Unlock()
@@ -222,6 +243,41 @@ func (t *target) scrape(ctx context.Context) {
 	if err == nil && !slices.Equal(prev.familyKeys, cur.familyKeys) {
 		for _, fe := range cur.familyErrs {
 			t.logger.Warn("family left out", "err", fe)
+		}
+	}
+}
+
+// discontinuities counts the tracker's discontinuities of the last update
+// and logs each one that has not been seen in the last discQuiet updates.
+func (t *target) discontinuities() {
+	t.updates++
+	for _, d := range t.tracker.Discontinuities() {
+		t.ex.self.discontinuities.WithLabelValues(t.cfg.Name, d.Kind).Inc()
+		key := d.Model + "\x00" + d.Series + "\x00" + d.Kind
+		last, seen := t.discSeen[key]
+		if t.discSeen == nil {
+			t.discSeen = map[string]uint64{}
+		}
+		t.discSeen[key] = t.updates
+		if seen && t.updates-last <= discQuiet {
+			continue
+		}
+		switch d.Kind {
+		case goodput.DiscontinuityReset:
+			t.logger.Info("an engine series went down to at most half: counted as a fresh start of that series", "model", d.Model, "series", d.Series)
+		case goodput.DiscontinuityGlitch:
+			t.logger.Warn("an engine series went down by less than half, which no restart explains: nothing added for it this interval", "model", d.Model, "series", d.Series)
+		case goodput.DiscontinuityLayoutChange:
+			t.logger.Warn("a histogram's bucket bounds changed: its baseline starts again", "model", d.Model, "series", d.Series)
+		case goodput.DiscontinuityLayoutUnstable:
+			t.logger.Warn("a histogram's bucket bounds keep changing (more than twice in ten scrapes): its objectives are left out of SLO judging until they hold still", "model", d.Model, "series", d.Series)
+		}
+	}
+	if len(t.discSeen) > 0 && t.updates%discQuiet == 0 {
+		for k, last := range t.discSeen {
+			if t.updates-last > discQuiet {
+				delete(t.discSeen, k)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package goodput
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
@@ -10,39 +11,145 @@ import (
 // after advance, the reset-aware increase since it. Their buffers are reused
 // so that a steady target costs no allocations.
 //
-// fresh says what the first value of a series means: counts since the
-// previous snapshot (a target that restarted, a model loaded while the
-// target runs) or counts of unknown age (the first snapshot of a target)
-// that only set the baseline.
+// Each series is judged on its own, as Prometheus' rate() does:
+//   - it went up or stayed: the difference is the increase;
+//   - it went down to at most half its previous value: it reset (a fresh
+//     start of that series), so its new value is the increase;
+//   - it went down by less than half: no fresh start can explain it (an
+//     engine that restarted would have lost more), so it is a glitch (two
+//     replicas behind one address, a torn read). Nothing is added and the
+//     higher baseline is kept, so that the series coming back adds nothing
+//     either; a value that stays below for glitchRebase snapshots in a row
+//     becomes the new baseline (still adding nothing).
+//
+// mode says what the snapshot as a whole is (see Tracker). A series seen
+// for the first time outside a baseline snapshot counts from zero.
+
+// mode is how one snapshot relates to the previous one of its target.
+type mode struct {
+	// restarted: a new process; every value is the increase.
+	restarted bool
+	// baseline: values of unknown age; every series only sets its baseline.
+	baseline bool
+}
+
+// event is what happened to one series in one advance, when it was not a
+// plain continuation.
+type event uint8
+
+const (
+	eventNone   event = iota
+	eventReset        // went down to at most half: counted as a fresh start
+	eventGlitch       // went down by less than half: nothing added
+	eventLayout       // a histogram's bucket bounds changed
+)
+
+// Kinds of Discontinuity.
+const (
+	DiscontinuityReset          = "reset"
+	DiscontinuityGlitch         = "glitch"
+	DiscontinuityLayoutChange   = "layout_change"
+	DiscontinuityLayoutUnstable = "layout_unstable"
+)
+
+// DiscontinuityKinds lists every kind, so that counters can start at 0.
+var DiscontinuityKinds = []string{DiscontinuityReset, DiscontinuityGlitch, DiscontinuityLayoutChange, DiscontinuityLayoutUnstable}
+
+func (e event) kind() string {
+	switch e {
+	case eventReset:
+		return DiscontinuityReset
+	case eventGlitch:
+		return DiscontinuityGlitch
+	case eventLayout:
+		return DiscontinuityLayoutChange
+	}
+	return ""
+}
+
+// glitchRebase is how many snapshots in a row a series may stay below its
+// baseline before that lower value becomes the baseline.
+const glitchRebase = 3
+
+// Layout churn: a histogram whose bucket bounds changed more than
+// layoutChangesAllowed times in its last layoutWindow snapshots is left out
+// of SLO judging until it is stable again.
+const (
+	layoutWindow         = 10
+	layoutChangesAllowed = 2
+)
+
+// freshStart reports whether a series that went from old to v may have
+// started again from zero: the engine lost at least half of it.
+func freshStart(old, v float64) bool { return v <= old/2 }
 
 // histTrack follows one histogram of one model.
 type histTrack struct {
 	seen   bool
+	failed bool // the family was present but unusable before it was first seen
 	bounds []float64
 	cum    []float64
 	count  float64
+	low    int    // snapshots in a row below the baseline
+	churn  uint16 // one bit per snapshot that had the histogram: layout changed
 
-	ok     bool // an increase is available for the last snapshot
-	dcum   []float64
-	dcount float64
+	ok       bool // an increase is available for the last snapshot
+	skip     bool // the last snapshot's increase is unusable (glitch, layout)
+	unstable bool // the layout keeps changing: left out of judging
+	dcum     []float64
+	dcount   float64
 }
 
-func (t *histTrack) advance(h *snapshot.Histogram, restarted, fresh bool) {
-	t.ok = false
+func (t *histTrack) advance(h *snapshot.Histogram, md mode) event {
+	t.ok, t.skip = false, false
 	if h == nil || len(h.Cumulative) != len(h.Bounds) {
 		// Absent this time (or malformed): keep the baseline, so that the
 		// next snapshot that has it measures from the last one that did.
-		return
+		return eventNone
 	}
+	changed := t.seen && !slices.Equal(t.bounds, h.Bounds)
+	t.churn <<= 1
+	if changed {
+		t.churn |= 1
+	}
+	t.churn &= 1<<layoutWindow - 1
+	t.unstable = bits.OnesCount16(t.churn) > layoutChangesAllowed
+	ev := eventNone
 	switch {
+	case md.baseline:
 	case !t.seen:
-		if fresh {
+		if !t.failed {
 			t.diff(h, false)
 		}
-	case restarted || !slices.Equal(t.bounds, h.Bounds) || h.Count < t.count:
+	case md.restarted:
+		t.diff(h, false)
+	case changed:
+		// A reset of this histogram alone. Its counts are the increase
+		// only if it may have started again; otherwise they are of
+		// unknown age under the new bounds and only set the baseline.
+		ev = eventLayout
+		if freshStart(t.count, h.Count) {
+			t.diff(h, false)
+		} else {
+			t.zero(h)
+		}
+	case h.Count >= t.count:
+		t.diff(h, true)
+	case freshStart(t.count, h.Count):
+		ev = eventReset
 		t.diff(h, false)
 	default:
-		t.diff(h, true)
+		ev = eventGlitch
+		t.zero(h)
+		if t.low++; t.low < glitchRebase {
+			return ev // keep the higher baseline
+		}
+	}
+	if ev != eventGlitch {
+		t.low = 0
+	}
+	if t.unstable {
+		t.ok = false
 	}
 	t.seen = true
 	if !slices.Equal(t.bounds, h.Bounds) {
@@ -50,6 +157,17 @@ func (t *histTrack) advance(h *snapshot.Histogram, restarted, fresh bool) {
 	}
 	t.cum = append(t.cum[:0], h.Cumulative...)
 	t.count = h.Count
+	return ev
+}
+
+// zero records an interval whose increase cannot be used.
+func (t *histTrack) zero(h *snapshot.Histogram) {
+	t.dcum = t.dcum[:0]
+	for range h.Bounds {
+		t.dcum = append(t.dcum, 0)
+	}
+	t.dcount = 0
+	t.ok, t.skip = true, true
 }
 
 // diff stores h minus the baseline (or h itself), clamped to a consistent
@@ -88,63 +206,98 @@ func (t *histTrack) diff(h *snapshot.Histogram, sub bool) {
 
 // counterTrack follows one counter of one model.
 type counterTrack struct {
-	seen  bool
-	v     float64
-	ok    bool
-	delta float64
+	seen   bool
+	failed bool
+	v      float64
+	low    int
+	ok     bool
+	delta  float64
 }
 
-func (t *counterTrack) advance(v snapshot.Value, restarted, fresh bool) {
+func (t *counterTrack) advance(v snapshot.Value, md mode) event {
 	t.ok = false
 	if !v.OK {
-		return
+		return eventNone
 	}
+	ev := eventNone
 	switch {
+	case md.baseline:
 	case !t.seen:
-		t.ok, t.delta = fresh, v.V
-	case restarted || v.V < t.v:
+		t.ok, t.delta = !t.failed, v.V
+	case md.restarted:
+		t.ok, t.delta = true, v.V
+	case v.V >= t.v:
+		t.ok, t.delta = true, v.V-t.v
+	case freshStart(t.v, v.V):
+		ev = eventReset
 		t.ok, t.delta = true, v.V
 	default:
-		t.ok, t.delta = true, v.V-t.v
+		ev = eventGlitch
+		t.ok, t.delta = true, 0
+		if t.low++; t.low < glitchRebase {
+			return ev // keep the higher baseline
+		}
+	}
+	if ev != eventGlitch {
+		t.low = 0
 	}
 	if !(t.delta > 0) {
 		t.delta = 0
 	}
 	t.seen, t.v = true, v.V
+	return ev
 }
 
 // finishedTrack follows the finish-reason counters of one model and sums
 // their increase into the totals the error objective needs.
 type finishedTrack struct {
-	base map[string]float64 // nil until the model first reports reasons
+	base   map[string]float64 // nil until the model first reports reasons
+	low    map[string]int     // per reason: snapshots in a row below the baseline
+	failed bool
 
 	ok                    bool
+	skip                  bool // a reason glitched: the interval is unusable
 	total, errors, aborts float64
 }
 
-func (t *finishedTrack) advance(m map[string]float64, restarted, fresh bool) {
-	t.ok, t.total, t.errors, t.aborts = false, 0, 0, 0
+func (t *finishedTrack) advance(m map[string]float64, md mode) event {
+	t.ok, t.skip, t.total, t.errors, t.aborts = false, false, 0, 0, 0
 	if m == nil {
-		return
+		return eventNone
 	}
 	first := t.base == nil
 	if first {
 		t.base = make(map[string]float64, len(m))
 	}
-	t.ok = !first || fresh
+	t.ok = !md.baseline && (!first || !t.failed)
+	worst := eventNone
 	for r, v := range m {
 		old, had := t.base[r]
-		t.base[r] = v
-		if !t.ok {
-			continue
-		}
 		// A reason never seen on a known model is a label child created by
 		// its first increment, so all of it is new.
 		d := v
-		if had && !restarted && v >= old {
+		switch {
+		case md.baseline || !had || md.restarted:
+			delete(t.low, r)
+		case v >= old:
 			d = v - old
+			delete(t.low, r)
+		case freshStart(old, v):
+			worst = max(worst, eventReset)
+			delete(t.low, r)
+		default:
+			worst = eventGlitch
+			d = 0
+			if t.low == nil {
+				t.low = map[string]int{}
+			}
+			if t.low[r]++; t.low[r] < glitchRebase {
+				continue // keep the higher baseline
+			}
+			delete(t.low, r)
 		}
-		if !(d > 0) {
+		t.base[r] = v
+		if !t.ok || !(d > 0) {
 			continue
 		}
 		t.total += d
@@ -155,4 +308,11 @@ func (t *finishedTrack) advance(m map[string]float64, restarted, fresh bool) {
 			t.aborts += d
 		}
 	}
+	if worst == eventGlitch && t.ok {
+		// One reason's increase is unknown, so the interval's error ratio
+		// is too: judge nothing rather than a ratio without that reason.
+		t.skip = true
+		t.total, t.errors, t.aborts = 0, 0, 0
+	}
+	return worst
 }

@@ -5,12 +5,13 @@ import "github.com/goodput-exporter/goodput-exporter/snapshot"
 // observe judges the last interval of model m against one SLO and adds it
 // to the totals.
 func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
-	supported := true
+	supported, skipped := true, false
 	var f frechet
 	for i := range s.Objectives {
 		o := &s.Objectives[i]
 		o.observe(m, tr)
 		supported = supported && o.Resolution.Supported
+		skipped = skipped || o.Skipped
 		if p, ok := o.Interval.Attainment(); ok {
 			f.add(p)
 		}
@@ -22,8 +23,9 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j.Interval = JointInterval{}
 	// An objective that judged nothing this interval had nothing to fail,
 	// so it is left out of the bounds (the same as p = 1). With none
-	// judging anything there is no outcome at all.
-	if !supported || f.k == 0 {
+	// judging anything there is no outcome at all. An objective whose data
+	// glitched this interval is unknown, not empty: then nothing is judged.
+	if !supported || skipped || f.k == 0 {
 		return
 	}
 	b := f.bounds()
@@ -44,14 +46,19 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 // observe judges the last interval of model m against one objective.
 func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 	o.Resolution = Resolve(m, o.Objective.Kind)
-	o.Interval = Counts{}
+	o.Interval, o.Skipped = Counts{}, false
 	if !o.Resolution.Supported {
+		return
+	}
+	if o.Objective.Kind != KindError && tr.hists[o.Resolution.Hist].unstable {
+		o.Resolution.Supported, o.Resolution.Unstable = false, true
 		return
 	}
 	var c Counts
 	if o.Objective.Kind == KindError {
 		f := &tr.finished
-		if !f.ok {
+		o.Skipped = f.skip
+		if !f.ok || f.skip {
 			return
 		}
 		failed := f.errors
@@ -61,7 +68,8 @@ func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 		c = Counts{Judged: f.total, Good: max(f.total-failed, 0), Aborted: f.aborts}
 	} else {
 		h := &tr.hists[o.Resolution.Hist]
-		if !h.ok {
+		o.Skipped = h.skip
+		if !h.ok || h.skip {
 			return
 		}
 		c.Judged = h.dcount

@@ -19,6 +19,10 @@ type Resolution struct {
 	// good counts are then tokens, not requests; the caller should log it
 	// once and label the series with it.
 	Fallback bool
+	// Unstable is set when the histogram exists but its bucket layout
+	// keeps changing (more than twice in ten snapshots): Supported is then
+	// false until the layout holds still.
+	Unstable bool
 }
 
 // histFor maps a latency objective to the histogram that measures it.

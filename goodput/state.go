@@ -43,6 +43,10 @@ type ObjectiveState struct {
 	// the last snapshot only set a baseline, had no traffic, or could not
 	// measure the objective.
 	Interval Counts
+	// Skipped is set when the objective's data glitched or changed its
+	// bucket layout in the last interval: nothing was judged, and the
+	// SLO's joint goodput was not judged either.
+	Skipped bool
 }
 
 // GoodCounts are goodput requests and tokens, per bound.

@@ -16,16 +16,22 @@ import (
 // What a snapshot's cumulative values mean depends on what came before:
 //   - The first snapshot a tracker sees is a baseline only: its counts
 //     happened at unknown times before we looked, so they are not charged
-//     to any interval. The exception is a snapshot marked Restarted: the
-//     collector saw the process restart since its previous scrape, so its
-//     counts are all recent and are the increase.
-//   - A model that first appears in a later snapshot was loaded while the
-//     target ran: its counts are the increase.
-//   - A series that first appears on a model already known (a histogram
-//     whose family failed to parse before) has counts of unknown age: it
-//     only sets its baseline, unless the snapshot is Restarted.
-//   - Restarted, a count that went down, or a histogram whose bucket bounds
-//     changed: the new cumulative value is the increase.
+//     to any interval. So is a snapshot marked Baseline (another engine
+//     process answers, whose counts are of unknown age).
+//   - A snapshot marked Restarted comes from a process that started since
+//     the collector last looked, even a tracker's first: all its counts
+//     are the increase.
+//   - A model, or a series of a known model, that first appears in a later
+//     snapshot of the same process was created by the engine since then
+//     (engines create a series on its first observation): its counts are
+//     the increase. The exception is a family that was present but
+//     unusable until now (Model.HistFailed and friends): its counts are of
+//     unknown age and only set its baseline.
+//   - Otherwise each series is judged on its own (see delta.go): up is an
+//     increase, down to at most half is a reset of that series, a smaller
+//     decrease is a glitch that adds nothing, and a histogram whose bucket
+//     bounds changed is reset alone. Such events are listed by
+//     Discontinuities until the next Update.
 //   - A model or series missing from one snapshot keeps its baseline, so
 //     the next snapshot that has it measures from the last one that did.
 type Tracker struct {
@@ -36,6 +42,18 @@ type Tracker struct {
 	gen     uint64
 	states  []ModelState // sorted by model name
 	tracks  []*modelTrack
+	events  []Discontinuity
+}
+
+// Discontinuity is a series of one model that did not simply continue in
+// the last Update: it reset, glitched or changed its bucket layout.
+type Discontinuity struct {
+	Model string
+	// Series names the contract signal: a histogram's engine family,
+	// "generation_tokens" or "finished".
+	Series string
+	// Kind is one of DiscontinuityKinds.
+	Kind string
 }
 
 // modelTrack holds the baselines of one model.
@@ -76,6 +94,11 @@ func (t *Tracker) Model(name string) *ModelState {
 	return nil
 }
 
+// Discontinuities lists the series that reset, glitched, changed their
+// bucket layout or whose layout keeps changing (left out of judging) in the
+// last Update. The slice belongs to the tracker.
+func (t *Tracker) Discontinuities() []Discontinuity { return t.events }
+
 // Update folds the next snapshot of the target into the counters.
 func (t *Tracker) Update(s *snapshot.Snapshot) error {
 	if s == nil {
@@ -87,6 +110,8 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 	running := t.started
 	t.started = true
 	t.gen++
+	t.events = t.events[:0]
+	md := mode{restarted: s.Restarted, baseline: s.Baseline || (!running && !s.Restarted)}
 	for i := range s.Models {
 		m := &s.Models[i]
 		idx, known := t.find(m.Name)
@@ -97,7 +122,7 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 		st.Present, tr.gen, tr.seen = true, t.gen, s.Time
 		// Baselines advance even for models no SLO matches, so that a
 		// reload that starts matching one measures from the last snapshot.
-		tr.advance(m, s.Restarted, s.Restarted || (running && !known))
+		t.advance(tr, m, md)
 		for j := range st.SLOs {
 			st.SLOs[j].observe(m, tr)
 		}
@@ -150,12 +175,50 @@ func (t *Tracker) match(model string) []SLOState {
 	return out
 }
 
-func (tr *modelTrack) advance(m *snapshot.Model, restarted, fresh bool) {
-	for h := range tr.hists {
-		tr.hists[h].advance(m.Hists[h], restarted, fresh)
+// advance moves the baselines of one model on. A series the model never
+// had before counts from zero unless the whole snapshot is a baseline.
+func (t *Tracker) advance(tr *modelTrack, m *snapshot.Model, md mode) {
+	note := func(series string, ev event) {
+		if ev != eventNone {
+			t.events = append(t.events, Discontinuity{Model: m.Name, Series: series, Kind: ev.kind()})
+		}
 	}
-	tr.tokens.advance(m.Counters[snapshot.GenerationTokens], restarted, fresh)
-	tr.finished.advance(m.Finished, restarted, fresh)
+	for h := range tr.hists {
+		ht := &tr.hists[h]
+		if !ht.seen && m.HistFailed[h] {
+			ht.failed = true
+		}
+		note(histName(m, snapshot.Hist(h)), ht.advance(m.Hists[h], md))
+		if ht.unstable && m.Hists[h] != nil {
+			// Counted once per snapshot left out of judging.
+			t.events = append(t.events, Discontinuity{Model: m.Name, Series: histName(m, snapshot.Hist(h)), Kind: DiscontinuityLayoutUnstable})
+		}
+	}
+	if !tr.tokens.seen && m.CounterFailed[snapshot.GenerationTokens] {
+		tr.tokens.failed = true
+	}
+	note("generation_tokens", tr.tokens.advance(m.Counters[snapshot.GenerationTokens], md))
+	if tr.finished.base == nil && m.FinishedFailed {
+		tr.finished.failed = true
+	}
+	note("finished", tr.finished.advance(m.Finished, md))
+}
+
+// histNames name the contract histograms where the engine's family is not
+// known.
+var histNames = [snapshot.NumHists]string{
+	snapshot.TTFT:      "time_to_first_token",
+	snapshot.ITL:       "inter_token_latency",
+	snapshot.TPOT:      "request_time_per_output_token",
+	snapshot.E2E:       "e2e_request_latency",
+	snapshot.QueueTime: "request_queue_time",
+}
+
+func histName(m *snapshot.Model, h snapshot.Hist) string {
+	if s := m.HistSource[h]; s != "" {
+		return s
+	}
+	return histNames[h]
 }
 
 // requests returns the count of requests finished in the interval, from

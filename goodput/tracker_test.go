@@ -140,8 +140,19 @@ func TestTrackerCounterReset(t *testing.T) {
 			s.Restarted = true
 			return s
 		}(), Counts{Judged: 14, Good: 11}, Counts{Judged: 14, Good: 13}, 40 + 0.75*20},
-		// Restarted again, unflagged: 2 requests, every count went down.
-		{"counts went down", snap("t", e.render(run2[:2])), Counts{Judged: 16, Good: 13}, Counts{Judged: 16, Good: 15}, 55 + 10},
+		// Restarted again: 2 requests, every count went down, which is
+		// how the collector tells a restart without a start time.
+		{"counts went down", func() *snapshot.Snapshot {
+			s := snap("t", e.render(run2[:2]))
+			s.Restarted = true
+			return s
+		}(), Counts{Judged: 16, Good: 13}, Counts{Judged: 16, Good: 15}, 55 + 10},
+		// The same 2-request body again and then a lone dip, unflagged:
+		// ttft 2 -> 1 (at most half: a reset of that histogram, +1 good),
+		// stop 2 -> 1 (a reset, +1), tokens 10 -> 5 (a reset, +5 at
+		// attainment 1).
+		{"same", snap("t", e.render(run2[:2])), Counts{Judged: 16, Good: 13}, Counts{Judged: 16, Good: 15}, 65},
+		{"series reset alone", snap("t", e.render(run2[:1])), Counts{Judged: 17, Good: 14}, Counts{Judged: 17, Good: 16}, 70},
 	}
 	tr := NewTracker("t", slos)
 	for _, st := range steps {
@@ -162,14 +173,74 @@ func TestTrackerLayoutChange(t *testing.T) {
 	}
 	tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
 	update(t, tr, snap("t", model(histOf(v0, repeat(0.1, 50)...))))
-	// The engine was upgraded with new buckets: a new histogram whose 60
-	// observations are all the increase, not 60 − 50.
+	// New buckets with 60 observations: more than half the old 50, so no
+	// fresh start; their age under the new bounds is unknown, and they only
+	// set the histogram's baseline (adding 60 would re-add a lifetime on
+	// every change).
 	after := append(repeat(0.1, 55), repeat(0.6, 5)...)
 	update(t, tr, snap("t", model(histOf(v1, after...))))
-	checkCounts(t, "after change", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: 60, Good: 55})
-	// Same layout again: a plain difference.
-	update(t, tr, snap("t", model(histOf(v1, append(after, repeat(0.7, 10)...)...))))
-	checkCounts(t, "steady", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: 70, Good: 55})
+	checkCounts(t, "after change", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{})
+	if d := tr.Discontinuities(); len(d) != 1 || d[0].Kind != DiscontinuityLayoutChange {
+		t.Errorf("discontinuities %+v, want one layout change", d)
+	}
+	// Same layout again: a plain difference, 10 slow requests.
+	more := append(after, repeat(0.7, 10)...)
+	update(t, tr, snap("t", model(histOf(v1, more...))))
+	checkCounts(t, "steady", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: 10, Good: 0})
+	// The engine restarted with the old buckets and 4 fast requests: 4 is
+	// at most half of 70, a fresh start of this histogram, all new.
+	update(t, tr, snap("t", model(histOf(v0, repeat(0.1, 4)...))))
+	checkCounts(t, "reset with new layout", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: 14, Good: 4})
+}
+
+// A layout that keeps flapping between two bucket sets (two engines with
+// different buckets behind one address) adds nothing, and once it changed
+// more than twice in ten snapshots the objective is left out of judging,
+// with llm_slo_supported 0, until the layout holds for ten snapshots.
+func TestTrackerFlappingLayout(t *testing.T) {
+	v0 := []float64{0.1, 0.25, 0.5, 1}
+	v1 := []float64{0.1, 0.3, 0.5, 1}
+	model := func(h *snapshot.Histogram) snapshot.Model {
+		m := snapshot.Model{Name: "m"}
+		m.Hists[snapshot.TTFT] = h
+		return m
+	}
+	tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
+	n := 100
+	for i := range 8 {
+		bounds := v0
+		if i%2 == 1 {
+			bounds = v1
+		}
+		n += 2 // 2 more requests every snapshot, all fast
+		update(t, tr, snap("t", model(histOf(bounds, repeat(0.1, n)...))))
+		o := objective(t, tr, "m", "chat", KindTTFT)
+		// Snapshot 0 is the baseline; 1 and 2 are layout changes (rebased,
+		// nothing added); from 3 on the layout changed 3 times: unstable.
+		wantUnstable := i >= 3
+		if o.Resolution.Unstable != wantUnstable || o.Resolution.Supported == wantUnstable {
+			t.Errorf("snapshot %d: resolution %+v, want unstable %v", i, o.Resolution, wantUnstable)
+		}
+		checkCounts(t, "flapping", o.Total, Counts{})
+	}
+	// Stable from here (v1 held, snapshot 7 was the last change): the last
+	// change leaves the ten-snapshot window after 8 more snapshots with v1
+	// (changes at 3,4,...,7 must drop below three in the window).
+	stableAt := -1
+	for i := 8; i < 30; i++ {
+		n += 2
+		update(t, tr, snap("t", model(histOf(v1, repeat(0.1, n)...))))
+		if o := objective(t, tr, "m", "chat", KindTTFT); o.Resolution.Supported && stableAt < 0 {
+			stableAt = i
+			checkCounts(t, "first stable interval", o.Total, Counts{Judged: 2, Good: 2})
+		}
+	}
+	// Changes at snapshots 1..7 ; at snapshot i the window holds
+	// snapshots i-9..i, so it holds at most two changes (6 and 7) from
+	// i = 15 on.
+	if stableAt != 15 {
+		t.Errorf("judged again from snapshot %d, want 15", stableAt)
+	}
 }
 
 func TestTrackerUnsupported(t *testing.T) {
@@ -291,14 +362,15 @@ func TestTrackerFirstAppearance(t *testing.T) {
 	update(t, tr, snap("t", aNoQueue.render(same(r, 10))))
 	checkCounts(t, "a after baseline", objective(t, tr, "a", "chat", KindTTFT).Total, Counts{})
 	// Model b was loaded while the target ran: its 7 requests are new. a's
-	// queue histogram appears for the first time on a known model: its 15
-	// are of unknown age, a baseline only.
+	// queue histogram appears for the first time on a known model: the
+	// engine created it on its first observation since the last snapshot,
+	// so its 15 count from zero.
 	update(t, tr, snap("t", a.render(same(r, 15)), b.render(same(r, 7))))
 	checkCounts(t, "a ttft", objective(t, tr, "a", "chat", KindTTFT).Total, Counts{Judged: 5, Good: 5})
 	checkCounts(t, "b ttft", objective(t, tr, "b", "chat", KindTTFT).Total, Counts{Judged: 7, Good: 7})
-	checkCounts(t, "a queue first seen", objective(t, tr, "a", "queue", KindQueue).Total, Counts{})
+	checkCounts(t, "a queue first seen", objective(t, tr, "a", "queue", KindQueue).Total, Counts{Judged: 15, Good: 15})
 	update(t, tr, snap("t", a.render(same(r, 16)), b.render(same(r, 7))))
-	checkCounts(t, "a queue next", objective(t, tr, "a", "queue", KindQueue).Total, Counts{Judged: 1, Good: 1})
+	checkCounts(t, "a queue next", objective(t, tr, "a", "queue", KindQueue).Total, Counts{Judged: 16, Good: 16})
 
 	// A first snapshot marked Restarted: the process started since the
 	// collector last looked, so everything in it is recent.

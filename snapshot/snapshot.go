@@ -112,6 +112,12 @@ type Model struct {
 	// HistSource names the engine family each histogram came from, for
 	// example "vllm:time_per_output_token_seconds" where a fallback was used.
 	HistSource [NumHists]string
+	// HistFailed, CounterFailed and FinishedFailed mark signals whose
+	// family was present in the body but unusable (cut short, NaN, a
+	// negative count): absent here, with an error in Snapshot.Errors.
+	HistFailed     [NumHists]bool
+	CounterFailed  [NumCounters]bool
+	FinishedFailed bool
 }
 
 // Snapshot is one successful scrape of one target, normalized.
