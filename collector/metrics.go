@@ -78,6 +78,20 @@ func Support(e snapshot.Engine) map[string]bool {
 	return out
 }
 
+// ProvidesHist reports whether some version of engine e exposes a family
+// for histogram h, so that a model without it may simply not have created
+// it yet (engines create a histogram's series on its first observation).
+func ProvidesHist(e snapshot.Engine, h snapshot.Hist) bool {
+	t := tables[e]
+	return t != nil && len(t.familiesFor(kindHist, int(h))) > 0
+}
+
+// ProvidesFinished reports whether engine e has finish-reason counters.
+func ProvidesFinished(e snapshot.Engine) bool {
+	t := tables[e]
+	return t != nil && len(t.familiesFor(kindFinished, 0)) > 0
+}
+
 // Descs are the descriptors of one target's engine series. The target name
 // and the target's static labels are constant labels.
 type Descs struct {

@@ -150,3 +150,35 @@ func TestLateHistogramCountsFromZero(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// An objective whose histogram the engine has but has not created yet (an
+// idle engine creates it on its first request) is pending, not
+// unsupported, and one line says when it becomes measurable; an engine
+// that has no such family at all is unsupported.
+func TestPendingObjectiveIsNotUnsupported(t *testing.T) {
+	var idle []string
+	for _, l := range strings.Split(string(readWindow(t, "t0.prom")), "\n") {
+		if !strings.Contains(l, "vllm:time_to_first_token_seconds") {
+			idle = append(idle, l)
+		}
+	}
+	_, tg := sequenceTarget(t, []byte(strings.Join(idle, "\n")), []byte(strings.Join(idle, "\n")), readWindow(t, "t1.prom"), readWindow(t, "t1.prom"))
+	logs := &syncBuffer{}
+	tg.logger = slog.New(slog.NewTextHandler(logs, nil))
+	scrapeN(tg, 2)
+	out := logs.String()
+	if n := strings.Count(out, "SLO objective not measurable yet"); n != 1 || !strings.Contains(out, "objective=ttft") {
+		t.Errorf("pending said %d times, want once for ttft:\n%s", n, out)
+	}
+	if strings.Contains(out, "cannot be measured") {
+		t.Errorf("an idle vLLM's TTFT called unsupported:\n%s", out)
+	}
+	scrapeN(tg, 2)
+	out = logs.String()
+	if n := strings.Count(out, "SLO objective measurable now"); n != 1 {
+		t.Errorf("measurable said %d times, want once:\n%s", n, out)
+	}
+	if !engineCanMeasure("vllm", "ttft") || engineCanMeasure("llamacpp", "ttft") || engineCanMeasure("sglang", "error") {
+		t.Error("engineCanMeasure disagrees with the support matrix (llama.cpp has no TTFT histogram, SGLang no finish reasons)")
+	}
+}

@@ -95,11 +95,22 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 // know about how its objectives are judged.
 type sloNotes struct {
 	said map[string]bool
+	// state is, per model/slo/objective, what was last said about whether
+	// it can be measured: unsupported, pending or measurable.
+	state map[string]string
 }
+
+// Whether an objective can be measured on a model, as logged.
+const (
+	noteUnsupported = "unsupported" // the engine has no family for it
+	notePending     = "pending"     // the engine has one, not created yet
+	noteMeasurable  = "measurable"
+)
 
 func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapshot.Snapshot, slos []goodput.SLO) {
 	if n.said == nil {
 		n.said = map[string]bool{}
+		n.state = map[string]string{}
 	}
 	once := func(key string) bool {
 		if n.said[key] {
@@ -123,11 +134,30 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 			for _, os := range ss.Objectives {
 				obj, r := os.Objective.Kind, os.Resolution
 				key := fmt.Sprintf("%s/%s/%s", ms.Model, ss.SLO, obj)
+				if r.Unstable {
+					continue // logged as a discontinuity of its histogram
+				}
+				now := noteMeasurable
+				if !r.Supported {
+					now = noteUnsupported
+					if engineCanMeasure(snap.Engine, obj) {
+						now = notePending
+					}
+				}
+				was, known := n.state[key]
+				n.state[key] = now
 				switch {
-				case !r.Supported && once("unsupported/"+key):
+				case now == was || (!known && now == noteMeasurable):
+				case now == noteUnsupported:
 					logger.Warn("SLO objective cannot be measured on this engine; exported as llm_slo_supported 0 and no goodput for the SLO",
 						"model", ms.Model, "slo", ss.SLO, "objective", obj, "engine", snap.Engine)
-				case r.Fallback && once("fallback/"+key):
+				case now == notePending:
+					logger.Info("SLO objective not measurable yet: the engine creates its histogram on the first request it observes; llm_slo_supported is 0 until then",
+						"model", ms.Model, "slo", ss.SLO, "objective", obj, "engine", snap.Engine)
+				default:
+					logger.Info("SLO objective measurable now", "model", ms.Model, "slo", ss.SLO, "objective", obj, "source", r.Source)
+				}
+				if r.Fallback && once("fallback/"+key) {
 					logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram",
 						"model", ms.Model, "slo", ss.SLO, "source", r.Source)
 				}
@@ -138,6 +168,27 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 				"model", ms.Model, "flags", bucketFlags(snap.Engine, advice))
 		}
 	}
+}
+
+// engineCanMeasure reports whether some version of the engine exposes
+// what objective k needs, so that a model lacking it may only be waiting
+// for its first request.
+func engineCanMeasure(e snapshot.Engine, k goodput.Kind) bool {
+	switch k {
+	case goodput.KindError:
+		return collector.ProvidesFinished(e)
+	case goodput.KindTTFT:
+		return collector.ProvidesHist(e, snapshot.TTFT)
+	case goodput.KindTPOT:
+		return collector.ProvidesHist(e, snapshot.TPOT) || collector.ProvidesHist(e, snapshot.ITL)
+	case goodput.KindITL:
+		return collector.ProvidesHist(e, snapshot.ITL)
+	case goodput.KindE2E:
+		return collector.ProvidesHist(e, snapshot.E2E)
+	case goodput.KindQueue:
+		return collector.ProvidesHist(e, snapshot.QueueTime)
+	}
+	return false
 }
 
 // sglangBucketFlags are SGLang's server flags for the bucket families

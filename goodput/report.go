@@ -90,8 +90,11 @@ func BuildReport(prev, cur *snapshot.Snapshot, slos []SLO, cost *Cost) (*Report,
 	if window <= 0 {
 		return nil, fmt.Errorf("the second snapshot must be later than the first, got a window of %v", window)
 	}
+	if cur.Baseline {
+		return nil, errors.New("the second capture comes from another engine process than the first, whose counts are of unknown age: take both from the same process")
+	}
 	base := *prev
-	base.Restarted = false
+	base.Restarted, base.Baseline = false, false
 	tr := NewTracker(cur.Target, slos)
 	for _, s := range []*snapshot.Snapshot{&base, cur} {
 		if err := tr.Update(s); err != nil {
