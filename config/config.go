@@ -98,11 +98,31 @@ func Parse(data []byte) (*Config, error) {
 	cfg := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	// Unknown keys, unknown objectives, bad durations and sizes and
+	// wrongly typed values are collected as the decoder goes on; the
+	// values it could decode are then validated too, so that one run
+	// lists every problem of the file.
+	var errs Errors
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fromYAML(err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, fromYAML(err)
+		}
+		errs = fromYAML(err)
 	}
 	cfg.applyDefaults()
-	if errs := cfg.validate(locator{&root}); len(errs) > 0 {
+	decodeLines := map[int]bool{}
+	for _, e := range errs {
+		decodeLines[e.Line] = true
+	}
+	for _, e := range cfg.validate(locator{&root}) {
+		// A value that could not be decoded is left zero; its line already
+		// has the error that says why, not a second one about the zero.
+		if !decodeLines[e.Line] || e.Line == 0 {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}

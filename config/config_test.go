@@ -98,3 +98,87 @@ func TestSLOsAndPricing(t *testing.T) {
 		t.Errorf("gpus %v", got)
 	}
 }
+
+func TestDurations(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"2.5s", 2500 * time.Millisecond, true},
+		{"0.5s", 500 * time.Millisecond, true},
+		{"1.5m", 90 * time.Second, true},
+		{"100ms", 100 * time.Millisecond, true},
+		{"7.5s", 7500 * time.Millisecond, true},
+		{"1m30s", 90 * time.Second, true},
+		{"1d", 24 * time.Hour, true}, // Prometheus' units still read
+		{"0", 0, true},
+		{"5", 0, false},
+		{"2,5s", 0, false},
+		{"1e3s", 0, false},
+		{"NaN", 0, false},
+		{"", 0, false},
+		{"s", 0, false},
+		{"99999999999h", 0, false}, // overflows
+	} {
+		got, err := ParseDuration(c.in)
+		if (err == nil) != c.ok || time.Duration(got) != c.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok %v", c.in, time.Duration(got), err, c.want, c.ok)
+		}
+	}
+}
+
+// Decimal durations wherever the file takes one: thresholds on the 2.5 s
+// and 7.5 s bounds of vLLM's buckets, timeouts under a second.
+func TestDecimalDurationsInTheFile(t *testing.T) {
+	cfg, err := Parse([]byte(`defaults:
+  timeout: 1.5s
+targets:
+  - name: a
+    url: http://127.0.0.1:8000/metrics
+    timeout: 0.5s
+  - name: b
+    url: http://127.0.0.1:8001/metrics
+slos:
+  - name: chat
+    objectives:
+      ttft: { threshold: 2.5s, target: 0.99 }
+      e2e: { threshold: 7.5s, target: 0.9 }
+      queue: { threshold: 0.25m, target: 0.9 }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.EffectiveTimeout(&cfg.Targets[0], time.Minute); got != 500*time.Millisecond {
+		t.Errorf("target timeout %v, want 500ms", got)
+	}
+	if got := cfg.EffectiveTimeout(&cfg.Targets[1], time.Minute); got != 1500*time.Millisecond {
+		t.Errorf("default timeout %v, want 1.5s", got)
+	}
+	obj := cfg.GoodputSLOs()[0].Objectives
+	if len(obj) != 3 || obj[0].Threshold != 2.5 || obj[1].Threshold != 7.5 || obj[2].Threshold != 15 {
+		t.Errorf("thresholds %+v, want 2.5, 7.5 and 15 s", obj)
+	}
+}
+
+// A decoding problem (here a negative duration, which decodes, and a bad
+// one, which does not) does not hide the others, nor add a second error
+// about the zero it leaves on its own line.
+func TestEveryErrorInOneRun(t *testing.T) {
+	_, err := Parse([]byte(`defaults:
+  timeout: -1s
+targets:
+  - name: a
+    url: http://127.0.0.1:8000/metrics
+    timeout: soon
+  - name: a
+    url: ftp://x
+`))
+	want := `line 2: defaults.timeout: must be positive
+line 6: "soon" is not a duration (use 500ms, 2.5s, 1m)
+line 7: targets[1].name: "a" is already used by targets[0]
+line 8: targets[1].url: "ftp://x" must start with http:// or https://`
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,8 +57,34 @@ func fromYAML(err error) Errors {
 	return Errors{lineError(msg)}
 }
 
-// unknownObjective matches yaml's unknown-field error inside objectives.
-var unknownObjective = regexp.MustCompile(`^field (\S+) not found in type config\.Objectives$`)
+// unknownField matches yaml's unknown-field error.
+var unknownField = regexp.MustCompile(`^field (\S+) not found in type config\.(\w+)$`)
+
+// sections names, for an unknown key, where it was found: the types the
+// file decodes into.
+var sections = map[string]struct {
+	where string
+	typ   reflect.Type
+}{
+	"Config":         {"at the top level", reflect.TypeFor[Config]()},
+	"TargetDefaults": {"in defaults", reflect.TypeFor[TargetDefaults]()},
+	"Target":         {"in a target", reflect.TypeFor[Target]()},
+	"SLO":            {"in an SLO", reflect.TypeFor[SLO]()},
+	"SLOMatch":       {"in match", reflect.TypeFor[SLOMatch]()},
+	"Objective":      {"in an objective", reflect.TypeFor[Objective]()},
+	"Pricing":        {"in pricing", reflect.TypeFor[Pricing]()},
+}
+
+// yamlKeys lists the keys a struct type takes, in field order.
+func yamlKeys(t reflect.Type) string {
+	var keys []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return strings.Join(keys, ", ")
+}
 
 func lineError(msg string) *Error {
 	e := &Error{Msg: msg}
@@ -65,8 +92,12 @@ func lineError(msg string) *Error {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Msg = m[2]
 	}
-	if m := unknownObjective.FindStringSubmatch(e.Msg); m != nil {
-		e.Msg = fmt.Sprintf("unknown objective %q (use ttft, tpot, itl, e2e, queue or error)", m[1])
+	if m := unknownField.FindStringSubmatch(e.Msg); m != nil {
+		if m[2] == "Objectives" {
+			e.Msg = fmt.Sprintf("unknown objective %q (use ttft, tpot, itl, e2e, queue or error)", m[1])
+		} else if sec, ok := sections[m[2]]; ok {
+			e.Msg = fmt.Sprintf("unknown key %q %s (use %s)", m[1], sec.where, yamlKeys(sec.typ))
+		}
 	}
 	return e
 }

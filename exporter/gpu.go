@@ -60,7 +60,7 @@ func (e *Exporter) gpuCycle(ctx context.Context, base map[string]map[string]floa
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.opts.Interval)
 	defer cancel()
-	usage, err := e.opts.GPU.Collect(cctx, time.Now(), infos)
+	usage, err := e.opts.GPU.Collect(cctx, e.opts.GPU.Now(), infos)
 	if err != nil && ctx.Err() == nil {
 		e.logger.Debug("GPU collection", "err", err)
 	}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -121,4 +122,20 @@ func post(t *testing.T, url string, want int) string {
 		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, sb.String())
 	}
 	return sb.String()
+}
+
+// A refused reload says every problem of the file, not the first.
+func TestRefusedReloadListsEveryError(t *testing.T) {
+	var log strings.Builder
+	ex := New(Options{Interval: time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	err := ex.Reload(func() (*config.Config, error) { return config.Load("../config/testdata/invalid-many.yml") })
+	if err == nil {
+		t.Fatal("an invalid file was applied")
+	}
+	// The seven problems of invalid-many.yml, lines 2 to 15.
+	for _, line := range []string{"line 2:", "line 6:", "line 7:", "line 10:", "line 13:", "line 14:", "line 15:"} {
+		if !strings.Contains(err.Error(), line) || !strings.Contains(log.String(), line) {
+			t.Errorf("%q missing from the error or the log:\n%v\n%s", line, err, log.String())
+		}
+	}
 }

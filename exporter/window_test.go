@@ -29,8 +29,9 @@ var windowSeries = []string{
 	"llm_slo_threshold_seconds", "llm_slo_target_ratio", "llm_engine_hourly_cost",
 }
 
-// TestWindowGolden scrapes a vLLM V1 capture and the same process a window
-// later, and pins every SLO and goodput series the daemon derives.
+// TestWindowGolden scrapes a vLLM V1 body reconstructed from vLLM's source
+// (not a capture) and the same body advanced by 10 % as the same process a
+// window later, and pins every SLO and goodput series the daemon derives.
 func TestWindowGolden(t *testing.T) {
 	t0, err := os.ReadFile("testdata/window/t0.prom")
 	if err != nil {

@@ -94,7 +94,14 @@ func (d *demoCmd) Run(e *env) error {
 		closeAll(listeners)
 		return err
 	}
-	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend, Logger: logger})
+	// The simulated GPUs draw --speed simulated seconds of energy per
+	// wall-clock second: their readings are timed on the simulation's
+	// clock, or every step would exceed what the power limit allows.
+	wallStart := time.Now()
+	simClock := func() time.Time {
+		return wallStart.Add(time.Duration(float64(time.Since(wallStart)) * d.Speed))
+	}
+	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend, Logger: logger, Clock: simClock})
 	defer gm.Close()
 	ex := exporter.New(exporter.Options{Interval: d.Interval, Timeout: d.Interval, Logger: logger, GPU: gm})
 	if err := ex.Start(ctx, d.loader(f)); err != nil {

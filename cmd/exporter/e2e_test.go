@@ -189,7 +189,8 @@ func stable(exposition string) string {
 	return out.String()
 }
 
-// The built binary against a vLLM V1 capture and an SGLang capture: its
+// The built binary against vLLM V1 and SGLang bodies reconstructed from
+// the engines' source (v1-latest-from-source, sglang-from-source): its
 // /metrics, less timings, must match the golden file, and promtool must
 // find nothing to complain about in the whole output.
 func TestEndToEnd(t *testing.T) {

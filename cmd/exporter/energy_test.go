@@ -50,7 +50,7 @@ func TestJoulesPerTokenEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	interval := 50 * time.Millisecond
-	ex := exporter.New(exporter.Options{Interval: interval, Timeout: time.Second, GPU: gpu.NewManager(gpu.ManagerOptions{Backend: backend})})
+	ex := exporter.New(exporter.Options{Interval: interval, Timeout: time.Second, GPU: gpu.NewManager(gpu.ManagerOptions{Backend: backend, Clock: clock.Now})})
 	load := func() (*config.Config, error) {
 		cfg, _ := config.Parse(nil)
 		return cfg, cfg.AddTargets([]config.Target{{Name: "e", URL: f.engines[0].url, GPUs: []string{"0"}}})

@@ -24,7 +24,7 @@ type serveCmd struct {
 	TelemetryPath string        `name:"web.telemetry-path" default:"/metrics" help:"Path under which to expose metrics."`
 	WebConfigFile string        `name:"web.config.file" placeholder:"FILE" help:"exporter-toolkit web configuration file for TLS and basic auth."`
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
-	Timeout       time.Duration `name:"collect.timeout" default:"4s" help:"Timeout of one engine scrape when the configuration sets none."`
+	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	GPU           gpuFlags      `embed:""`
 }
@@ -34,7 +34,7 @@ func (s *serveCmd) Validate() error {
 	if s.Interval <= 0 {
 		return errors.New("--collect.interval must be positive")
 	}
-	if s.Timeout <= 0 || s.Timeout > s.Interval {
+	if s.Timeout < 0 || s.Timeout > s.Interval {
 		return fmt.Errorf("--collect.timeout (%v) must be positive and not longer than --collect.interval (%v)", s.Timeout, s.Interval)
 	}
 	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
@@ -42,6 +42,21 @@ func (s *serveCmd) Validate() error {
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
+}
+
+// defaultTimeout is the scrape timeout when neither the flag nor the
+// file sets one, clamped to the interval as Prometheus clamps its default
+// scrape timeout (10s) to the scrape interval.
+const defaultTimeout = 4 * time.Second
+
+// timeout is --collect.timeout, or when it is not given (0) the default
+// clamped to the interval. Only a timeout given explicitly can be longer
+// than the interval, and Validate refuses that.
+func (s *serveCmd) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return min(defaultTimeout, s.Interval)
 }
 
 func parseTargetFlags(flags []string) ([]config.Target, error) {
@@ -92,7 +107,7 @@ func (s *serveCmd) Run(e *env) error {
 	ctx, cancel := context.WithCancel(e.ctx)
 	gm := s.GPU.manager(e.logger)
 	defer gm.Close()
-	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger, GPU: gm})
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()

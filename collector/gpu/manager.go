@@ -55,7 +55,21 @@ type ManagerOptions struct {
 	// Attributor ties GPUs to targets; nil uses configured GPUs only.
 	Attributor *attribution.Attributor
 	Logger     *slog.Logger
+	// Clock times the readings (Now); nil is time.Now. A simulation whose
+	// GPUs run faster than the wall clock passes its own, so that their
+	// energy stays within what their power limit allows per second.
+	Clock func() time.Time
+	// ForgetAfter is how long a GPU may be missing from the backend's
+	// answers before its energy counters are dropped; 0 means
+	// DefaultForgetAfter.
+	ForgetAfter time.Duration
 }
+
+// DefaultForgetAfter is how long a GPU missing from the backend's answers
+// keeps its energy counters: an hour, the grace the exporter gives a model
+// missing from its engine. A GPU that misses one dcgm-exporter scrape, or
+// is away for a driver reload, comes back with its counters intact.
+const DefaultForgetAfter = time.Hour
 
 // Manager owns a GPU backend, the energy meter and attribution. Collect
 // runs once per collection cycle; Metrics may run concurrently with it.
@@ -75,6 +89,10 @@ type Manager struct {
 	backendErrs float64
 	attrErrors  map[attribution.Method]float64
 	lastLogged  map[string]string
+	clock       func() time.Time
+	forgetAfter time.Duration
+	ids         map[string]gpuID // meter key -> the GPU's labels when last read
+	glitches    map[gpuErrorKey]float64
 
 	// The latest state, swapped whole at the end of each Collect.
 	mu     sync.RWMutex
@@ -82,6 +100,11 @@ type Manager struct {
 }
 
 type identity struct{ uuid, name string }
+
+type gpuID struct {
+	index int
+	uuid  string
+}
 
 type engineKey struct {
 	target string
@@ -115,13 +138,25 @@ func NewManager(opts ManagerOptions) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	forget := opts.ForgetAfter
+	if forget <= 0 {
+		forget = DefaultForgetAfter
+	}
 	return &Manager{
 		backend: opts.Backend, name: name, attr: attr, log: log, descs: newDescs(),
 		meter: NewEnergyMeter(), known: map[int]identity{}, engines: map[engineKey]*engineAcc{},
 		gpuErrors: map[gpuErrorKey]float64{}, attrErrors: map[attribution.Method]float64{},
 		lastLogged: map[string]string{}, latest: &state{backend: name},
+		clock: clock, forgetAfter: forget, ids: map[string]gpuID{}, glitches: map[gpuErrorKey]float64{},
 	}
 }
+
+// Now is the time of a reading taken now, by the Manager's clock.
+func (m *Manager) Now() time.Time { return m.clock() }
 
 // Close closes the backend.
 func (m *Manager) Close() error {
@@ -156,8 +191,17 @@ func (m *Manager) Collect(ctx context.Context, now time.Time, targets []TargetIn
 			m.logChange("backend", "", nil)
 		}
 	}
+	seen := map[string]bool{}
 	if st.up {
-		m.observe(ctx, now, devs, targets, usage, st)
+		seen = m.observe(ctx, now, devs, targets, usage, st)
+	}
+	for _, k := range m.meter.Absent(seen, now, m.forgetAfter) {
+		id := m.ids[k]
+		delete(m.ids, k)
+		for _, r := range GlitchReasons() {
+			delete(m.glitches, gpuErrorKey{strconv.Itoa(id.index), id.uuid, r})
+		}
+		m.log.Info("GPU missing for too long; its energy counters are dropped", "gpu", id.index, "uuid", id.uuid, "after", m.forgetAfter)
 	}
 	m.pruneEngines(targets)
 	m.fill(st)
@@ -168,8 +212,9 @@ func (m *Manager) Collect(ctx context.Context, now time.Time, targets []TargetIn
 	return usage, err
 }
 
-// observe handles one successful reading of the GPUs.
-func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, targets []TargetInfo, usage []TargetUsage, st *state) {
+// observe handles one successful reading of the GPUs and returns the keys
+// of the GPUs it read.
+func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, targets []TargetInfo, usage []TargetUsage, st *state) map[string]bool {
 	seen := make(map[string]bool, len(devs))
 	deltas := make([]EnergyDelta, len(devs))
 	gpus := make([]attribution.GPU, len(devs))
@@ -182,10 +227,11 @@ func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, tar
 		}
 		m.countDeviceError(d)
 		deltas[i] = m.meter.Observe(now, d)
+		m.noteEnergy(d, deltas[i])
 		seen[d.Key()] = true
+		m.ids[d.Key()] = gpuID{d.Index, d.UUID}
 		gpus[i] = attribution.GPU{Index: d.Index, UUID: d.UUID, MIGUUIDs: d.MIGUUIDs, PIDs: d.PIDs, Pods: podsOf(d)}
 	}
-	m.meter.ForgetExcept(seen)
 
 	res := m.attr.Attribute(ctx, gpus, attributionTargets(targets))
 	failed := map[attribution.Method]error{}
@@ -237,6 +283,31 @@ func (m *Manager) observe(ctx context.Context, now time.Time, devs []Device, tar
 	for k, w := range power {
 		st.enginePower = append(st.enginePower, enginePower{key: k, pod: st.targetPods[k.target], watts: w})
 	}
+	return seen
+}
+
+// noteEnergy counts an energy glitch and logs, once per GPU and change of
+// state, what was done about it; a counter reset is logged as it happens.
+func (m *Manager) noteEnergy(d *Device, delta EnergyDelta) {
+	key := "energy of gpu " + strconv.Itoa(d.Index)
+	if delta.Reset {
+		m.log.Info("GPU energy counter reset (driver reload); its new value counted as the increase", "gpu", d.Index, "uuid", d.UUID)
+	}
+	if delta.Glitch == "" {
+		m.logChange(key, "", nil)
+		return
+	}
+	m.glitches[gpuErrorKey{strconv.Itoa(d.Index), d.UUID, delta.Glitch}]++
+	var what string
+	switch delta.Glitch {
+	case GlitchDecrease:
+		what = "energy counter went down, but not to a driver-reload-sized value: interval not counted"
+	case GlitchImplausible:
+		what = "energy counter rose by more than the GPU can draw at its power limit: interval integrated from board power"
+	default:
+		what = "NaN, infinite or negative power or energy reading: treated as absent"
+	}
+	m.logChange(key, "GPU energy reading ignored", fmt.Errorf("gpu %d (%s): %s", d.Index, d.UUID, what))
 }
 
 // countDeviceError counts and logs (once per change) a GPU's failure.
@@ -282,11 +353,31 @@ func (m *Manager) pruneEngines(targets []TargetInfo) {
 	}
 }
 
-// fill copies the running counters into st.
+// fill copies the running counters into st: those of the GPUs read this
+// cycle, and those of GPUs missing from it but not yet forgotten.
 func (m *Manager) fill(st *state) {
+	read := make(map[string]bool, len(st.gpus))
 	for i := range st.gpus {
-		st.gpus[i].energy = slices.Clone(m.meter.Totals(st.gpus[i].dev.Key()))
+		k := st.gpus[i].dev.Key()
+		read[k] = true
+		st.gpus[i].energy = slices.Clone(m.meter.Totals(k))
 	}
+	for _, k := range m.meter.Keys() {
+		id := m.ids[k]
+		if !read[k] {
+			st.absent = append(st.absent, gpuState{dev: Device{Index: id.index, UUID: id.uuid}, energy: slices.Clone(m.meter.Totals(k))})
+		}
+		for _, r := range GlitchReasons() {
+			gk := gpuErrorKey{strconv.Itoa(id.index), id.uuid, r}
+			st.glitches = append(st.glitches, gpuErrorCount{gpuErrorKey: gk, count: m.glitches[gk]})
+		}
+	}
+	slices.SortFunc(st.absent, func(a, b gpuState) int {
+		return cmp.Or(cmp.Compare(a.dev.Index, b.dev.Index), cmp.Compare(a.dev.UUID, b.dev.UUID))
+	})
+	slices.SortFunc(st.glitches, func(a, b gpuErrorCount) int {
+		return cmp.Or(cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.uuid, b.uuid), cmp.Compare(a.reason, b.reason))
+	})
 	st.engineEnergy = make([]engineEnergy, 0, len(m.engines))
 	for k, acc := range m.engines {
 		st.engineEnergy = append(st.engineEnergy, engineEnergy{key: k, pod: acc.pod, joules: acc.energyJ})

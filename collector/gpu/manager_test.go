@@ -99,7 +99,7 @@ llm_engine_gpu_energy_joules_total{method="pod-resources",namespace="llm",pod="c
 llm_engine_gpu_power_watts{method="config",namespace="",pod="",split="none",target="chat"} 600
 llm_engine_gpu_power_watts{method="pod-resources",namespace="llm",pod="code-a-0",split="tokens",target="code-a"} 300
 llm_engine_gpu_power_watts{method="pod-resources",namespace="llm",pod="code-b-0",split="tokens",target="code-b"} 100
-# HELP llm_gpu_energy_joules_total Energy the GPU used since this exporter first saw it. source="counter": deltas of the GPU's own energy counter (resets counted from zero); source="integrated": board power integrated between collections where there is no counter. Sum over source for the total.
+# HELP llm_gpu_energy_joules_total Energy the GPU used since this exporter first saw it; never decreases, and stays while the GPU is missing from the backend's answers (for up to an hour). source="counter": steps of the GPU's own energy counter (a driver reload counted from zero; other decreases and implausible steps, see goodput_exporter_gpu_energy_glitches_total, are not counted); source="integrated": board power integrated between collections where there is no counter or its step was implausible. Sum over source for the total.
 # TYPE llm_gpu_energy_joules_total counter
 llm_gpu_energy_joules_total{gpu="0",source="counter",uuid="GPU-a"} 3000
 llm_gpu_energy_joules_total{gpu="1",source="integrated",uuid="GPU-b"} 3000

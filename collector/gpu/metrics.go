@@ -13,6 +13,8 @@ type state struct {
 	backend       string
 	up            bool
 	gpus          []gpuState
+	absent        []gpuState // GPUs missing from this cycle's reading: energy only
+	glitches      []gpuErrorCount
 	enginePower   []enginePower
 	engineEnergy  []engineEnergy
 	gpuErrors     []gpuErrorCount
@@ -52,7 +54,7 @@ type attrErrorCount struct {
 type descs struct {
 	power, limit, energy, sm, smMax, throttled, util, memUsed, memTotal, info *prometheus.Desc
 	enginePower, engineEnergy                                                 *prometheus.Desc
-	up, gpuErrors, backendErrors, attrErrors                                  *prometheus.Desc
+	up, gpuErrors, backendErrors, attrErrors, glitches                        *prometheus.Desc
 }
 
 const backends = "NVML, DCGM or dcgm-exporter (see goodput_exporter_gpu_backend_up)"
@@ -66,7 +68,7 @@ func newDescs() descs {
 		limit: prometheus.NewDesc("llm_gpu_power_limit_watts",
 			"Power limit the driver enforces on the GPU, from "+backends+".", gpu, nil),
 		energy: prometheus.NewDesc("llm_gpu_energy_joules_total",
-			"Energy the GPU used since this exporter first saw it. source=\"counter\": deltas of the GPU's own energy counter (resets counted from zero); source=\"integrated\": board power integrated between collections where there is no counter. Sum over source for the total.",
+			"Energy the GPU used since this exporter first saw it; never decreases, and stays while the GPU is missing from the backend's answers (for up to an hour). source=\"counter\": steps of the GPU's own energy counter (a driver reload counted from zero; other decreases and implausible steps, see goodput_exporter_gpu_energy_glitches_total, are not counted); source=\"integrated\": board power integrated between collections where there is no counter or its step was implausible. Sum over source for the total.",
 			[]string{"gpu", "uuid", "source"}, nil),
 		sm: prometheus.NewDesc("llm_gpu_sm_clock_hertz",
 			"Current SM clock of the GPU, from "+backends+".", gpu, nil),
@@ -99,6 +101,9 @@ func newDescs() descs {
 		backendErrors: prometheus.NewDesc("goodput_exporter_gpu_backend_errors_total",
 			"Collections in which the GPU backend failed as a whole (library call, or dcgm-exporter scrape).",
 			[]string{"backend"}, nil),
+		glitches: prometheus.NewDesc("goodput_exporter_gpu_energy_glitches_total",
+			"Collections in which the GPU's energy reading was not used as it came: reason=\"counter_decrease\" when its energy counter went down but not to a driver-reload-sized value (nothing counted for the interval), \"implausible_increase\" when it rose by more than 1.2 x the power limit over the interval (the interval integrated from board power instead), \"invalid_reading\" for a NaN, infinite or negative power or energy reading (treated as absent).",
+			[]string{"gpu", "uuid", "reason"}, nil),
 		attrErrors: prometheus.NewDesc("goodput_exporter_gpu_attribution_errors_total",
 			"Collections in which a GPU attribution method failed (kubelet pod-resources unreachable, a configured GPU missing, /proc unreadable).",
 			[]string{"method"}, nil),
@@ -109,7 +114,7 @@ func newDescs() descs {
 func (m *Manager) Describe(ch chan<- *prometheus.Desc) {
 	d := m.descs
 	for _, desc := range []*prometheus.Desc{d.power, d.limit, d.energy, d.sm, d.smMax, d.throttled, d.util, d.memUsed,
-		d.memTotal, d.info, d.enginePower, d.engineEnergy, d.up, d.gpuErrors, d.backendErrors, d.attrErrors} {
+		d.memTotal, d.info, d.enginePower, d.engineEnergy, d.up, d.gpuErrors, d.backendErrors, d.attrErrors, d.glitches} {
 		ch <- desc
 	}
 }
@@ -148,6 +153,14 @@ func (m *Manager) Metrics(ch chan<- prometheus.Metric) {
 			}
 		}
 		m.info(ch, st, g, idx)
+	}
+	for _, g := range st.absent {
+		for _, e := range g.energy {
+			ch <- prometheus.MustNewConstMetric(d.energy, prometheus.CounterValue, e.Joules, strconv.Itoa(g.dev.Index), g.dev.UUID, string(e.Source))
+		}
+	}
+	for _, e := range st.glitches {
+		ch <- prometheus.MustNewConstMetric(d.glitches, prometheus.CounterValue, e.count, e.gpu, e.uuid, e.reason)
 	}
 	for _, e := range st.enginePower {
 		ch <- prometheus.MustNewConstMetric(d.enginePower, prometheus.GaugeValue, e.watts, engineLabels(e.key, e.pod)...)
