@@ -73,6 +73,9 @@ func (m *modelAcc) add(gen uint32, s *slot, v float64) {
 			m.bad[src.id] = badMark{gen: gen, msg: msg}
 		}
 		m.stamp[src.id] = gen
+		if s.ref.part == partBucket && s.bucket >= 0 {
+			m.hists[src.id].bgen[s.bucket] = gen // still a live bound
+		}
 		return
 	}
 	switch src.kind {
@@ -258,38 +261,90 @@ func checkCount(v float64) error {
 	return nil
 }
 
+// maxBounds caps the distinct bucket bounds of one histogram: engines use
+// fewer than 40, and a body with thousands (changing between scrapes)
+// would otherwise grow the parser's state without bound.
+const maxBounds = 256
+
+// overflowBucket marks a bucket series learnt after its histogram reached
+// maxBounds: its samples only flag the histogram.
+const overflowBucket = -2
+
 // histAcc accumulates one classic histogram. Bounds are kept in the order
-// first seen; build sorts them.
+// first seen; build sorts them. index finds a bound's slot in O(1).
 type histAcc struct {
-	bounds []float64
-	counts []float64
-	bgen   []uint32
-	inf    float64
-	sum    float64
-	count  float64
-	infGen uint32
-	sumGen uint32
-	cntGen uint32
+	bounds  []float64
+	counts  []float64
+	bgen    []uint32
+	index   map[float64]int
+	inf     float64
+	sum     float64
+	count   float64
+	infGen  uint32
+	sumGen  uint32
+	cntGen  uint32
+	overGen uint32 // parse in which a bucket beyond maxBounds was seen
 }
 
-func (h *histAcc) boundIndex(b float64) int {
-	for i, x := range h.bounds {
-		if x == b {
-			return i
-		}
+// boundIndex returns the slot of bound b, adding one; ok is false when the
+// histogram already holds maxBounds bounds.
+func (h *histAcc) boundIndex(b float64) (int, bool) {
+	if i, ok := h.index[b]; ok {
+		return i, true
+	}
+	if len(h.bounds) >= maxBounds {
+		return 0, false
+	}
+	if h.index == nil {
+		h.index = map[float64]int{}
 	}
 	h.bounds = append(h.bounds, b)
 	h.counts = append(h.counts, 0)
 	h.bgen = append(h.bgen, 0)
-	return len(h.bounds) - 1
+	h.index[b] = len(h.bounds) - 1
+	return len(h.bounds) - 1, true
+}
+
+// compact drops the bounds not seen in parse gen (a layout the engine no
+// longer uses) and returns where each old slot went (-1: dropped), or nil
+// when nothing was dropped.
+func (h *histAcc) compact(gen uint32) []int {
+	stale := false
+	for _, g := range h.bgen {
+		if g != gen {
+			stale = true
+			break
+		}
+	}
+	if !stale {
+		return nil
+	}
+	moved := make([]int, len(h.bounds))
+	keep := 0
+	clear(h.index)
+	for i := range h.bounds {
+		if h.bgen[i] != gen {
+			moved[i] = -1
+			continue
+		}
+		h.bounds[keep], h.counts[keep], h.bgen[keep] = h.bounds[i], h.counts[i], h.bgen[i]
+		h.index[h.bounds[keep]] = keep
+		moved[i] = keep
+		keep++
+	}
+	h.bounds, h.counts, h.bgen = h.bounds[:keep], h.counts[:keep], h.bgen[:keep]
+	return moved
 }
 
 func (h *histAcc) add(gen uint32, s *slot, v float64, a agg) {
 	switch s.ref.part {
 	case partBucket:
-		if s.bucket < 0 {
+		switch {
+		case s.bucket == overflowBucket:
+			h.overGen = gen
+		case s.bucket < 0:
 			combine(&h.inf, &h.infGen, gen, v, a)
-		} else {
+		default:
 			combine(&h.counts[s.bucket], &h.bgen[s.bucket], gen, v, a)
 		}
 	case partSum:
@@ -300,6 +355,9 @@ func (h *histAcc) add(gen uint32, s *slot, v float64, a agg) {
 }
 
 func (h *histAcc) build(gen uint32) (*snapshot.Histogram, error) {
+	if h.overGen == gen {
+		return nil, fmt.Errorf("more than %d distinct bucket bounds: engines use a few dozen, so the histogram is left out", maxBounds)
+	}
 	var missing []string
 	if h.infGen != gen {
 		missing = append(missing, "+Inf bucket")

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,12 @@ type Parser struct {
 	models map[string]*modelAcc
 	gen    uint32
 	lbls   labels.Labels
+	// deadline, when set, bounds one Parse: a body that takes longer (say,
+	// tens of thousands of new series every scrape) is abandoned.
+	deadline time.Time
+	// dirty is set when a parse was abandoned after learning series: the
+	// next sweep must look at everything.
+	dirty bool
 
 	// per-parse state
 	learnt       []string // series first seen in this parse
@@ -87,6 +94,15 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 // Engine is the engine this parser reads.
 func (p *Parser) Engine() snapshot.Engine { return p.tab.engine }
 
+// SetDeadline bounds the following parses; the zero time removes the
+// bound. A parse past it fails with an error that wraps
+// context.DeadlineExceeded.
+func (p *Parser) SetDeadline(t time.Time) { p.deadline = t }
+
+// deadlineEvery is how many entries are parsed between two looks at the
+// clock.
+const deadlineEvery = 1024
+
 // Parse reads one body. contentType selects Prometheus text 0.0.4 or
 // OpenMetrics 1.0 (empty means text). A malformed body is an error and
 // yields no snapshot; a family that is present but unusable (a histogram
@@ -112,6 +128,10 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 			return nil, p.syntaxError(err, entries, last)
 		}
 		entries++
+		if entries%deadlineEvery == 0 && !p.deadline.IsZero() && time.Now().After(p.deadline) {
+			p.forgetLearnt()
+			return nil, fmt.Errorf("parsing stopped after %d entries: %w", entries, context.DeadlineExceeded)
+		}
 		if et != textparse.EntrySeries {
 			continue
 		}
@@ -136,6 +156,7 @@ func (p *Parser) syntaxError(err error, entries int, last []byte) error {
 // forgetLearnt drops the series first seen in a parse that failed, so that
 // a target serving garbage cannot grow the cache.
 func (p *Parser) forgetLearnt() {
+	p.dirty = p.dirty || len(p.learnt) > 0
 	for _, k := range p.learnt {
 		if s := p.cache[k]; s != nil && s.canon != "" && p.canon[s.canon] == s {
 			delete(p.canon, s.canon)
@@ -216,7 +237,11 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			s.err = &FamilyError{Family: ref.src.family, Model: model, Err: fmt.Errorf("bucket with le=%q is not a number; the bucket is left out", le)}
 			s.ref = sampleRef{}
 		case !math.IsInf(bound, +1):
-			s.bucket = acc.hist(ref.src.id).boundIndex(bound)
+			i, ok := acc.hist(ref.src.id).boundIndex(bound)
+			if !ok {
+				i = overflowBucket
+			}
+			s.bucket = i
 		}
 	}
 	p.cache[string(series)] = s
@@ -282,9 +307,10 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 }
 
 func (p *Parser) sweep() {
-	if p.seen == len(p.cache) {
+	if p.seen == len(p.cache) && !p.dirty {
 		return
 	}
+	p.dirty = false
 	for k, s := range p.cache {
 		if s.gen != p.gen {
 			delete(p.cache, k)
@@ -302,12 +328,67 @@ func (p *Parser) sweep() {
 			removed = true
 		}
 	}
+	p.compactBounds()
 	if removed {
 		// Room for models that were over the limit: let them be learnt again.
 		for k, s := range p.cache {
 			if s.over != "" {
 				delete(p.cache, k)
 				delete(p.canon, s.canon)
+			}
+		}
+	}
+}
+
+// compactBounds drops bucket bounds that were not in this body (an old
+// layout) from every histogram, so that a layout that keeps changing
+// cannot grow the parser's state, and moves the live series' slots.
+func (p *Parser) compactBounds() {
+	type key struct {
+		acc *modelAcc
+		id  int
+	}
+	var moves map[key][]int
+	for _, acc := range p.models {
+		for id, h := range acc.hists {
+			if h == nil {
+				continue
+			}
+			if moved := h.compact(p.gen); moved != nil {
+				if moves == nil {
+					moves = map[key][]int{}
+				}
+				moves[key{acc, id}] = moved
+			}
+		}
+	}
+	if moves == nil {
+		return
+	}
+	var drop map[*slot]bool
+	for k, s := range p.canon {
+		if s.ref.src == nil || s.ref.part != partBucket || s.model == nil {
+			continue
+		}
+		moved, ok := moves[key{s.model, s.ref.src.id}]
+		switch {
+		case !ok:
+		case s.bucket >= 0 && moved[s.bucket] >= 0:
+			s.bucket = moved[s.bucket]
+		case s.bucket >= 0 || s.bucket == overflowBucket:
+			// Over the cap when learnt (room was made now), or its bound
+			// is gone: learn it again on its next appearance.
+			if drop == nil {
+				drop = map[*slot]bool{}
+			}
+			drop[s] = true
+			delete(p.canon, k)
+		}
+	}
+	if drop != nil {
+		for raw, s := range p.cache {
+			if drop[s] {
+				delete(p.cache, raw)
 			}
 		}
 	}

@@ -68,9 +68,12 @@ type Scraper struct {
 	client *http.Client
 	parser *Parser
 	buf    bytes.Buffer
-	prev   *snapshot.Snapshot
-	cont   Continuity
-	host   string
+	// usual is the size of the last body parsed successfully: a buffer
+	// grown far beyond it (by one oversized answer) is released.
+	usual int
+	prev  *snapshot.Snapshot
+	cont  Continuity
+	host  string
 }
 
 // NewScraper checks the URL and prepares a client that refuses redirects
@@ -145,6 +148,7 @@ type Result struct {
 // Scrape fetches the target once and returns its snapshot.
 func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error) {
 	var res Result
+	defer s.trimBuffer()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ct, header, err := s.fetch(ctx)
@@ -164,7 +168,12 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 		res.Detected = e
 	}
 	now := time.Now()
+	dl, _ := ctx.Deadline()
+	s.parser.SetDeadline(dl)
 	snap, err := s.parser.Parse(body, ct, now)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, res, &ScrapeError{ReasonTimeout, fmt.Errorf("the body (%d bytes) could not be parsed within the target's timeout of %v: %w", len(body), s.cfg.Timeout, err)}
+	}
 	if err != nil {
 		return nil, res, &ScrapeError{ReasonParse, err}
 	}
@@ -182,6 +191,7 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 			snap.ProcessStart = v
 		}
 	}
+	s.usual = len(body)
 	v := s.cont.Judge(s.prev, snap)
 	s.prev = snap
 	if v.Flip != nil {
@@ -193,6 +203,18 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 		res.Restart, res.Baseline = "", changed+": its counts are of unknown age and only set the baseline"
 	}
 	return snap, res, nil
+}
+
+// keepBuffer is the read buffer capacity always kept.
+const keepBuffer = 1 << 20
+
+// trimBuffer drops a read buffer that one large answer grew far beyond
+// the target's usual body, so that its high-water mark is not kept for
+// good (a refused 100 MB body would otherwise pin 32 MiB per target).
+func (s *Scraper) trimBuffer() {
+	if c := s.buf.Cap(); c > keepBuffer && c > 4*s.usual {
+		s.buf = bytes.Buffer{}
+	}
 }
 
 // redetect handles a detected engine that yields nothing: when the body now
@@ -210,6 +232,7 @@ func (s *Scraper) redetect(body []byte, ct string, now time.Time, snap **snapsho
 	if err != nil {
 		return ""
 	}
+	p.SetDeadline(s.parser.deadline)
 	fresh, err := p.Parse(body, ct, now)
 	if err != nil {
 		return ""

@@ -1,0 +1,143 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// manyBounds is a vLLM body whose TTFT histogram has n distinct bucket
+// bounds, shifted by shift so that every scrape brings new ones, plus a
+// sane generation counter.
+func manyBounds(n, shift int) []byte {
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:generation_tokens_total counter\n")
+	b.WriteString(`vllm:generation_tokens_total{model_name="m"} 100` + "\n")
+	b.WriteString("# TYPE vllm:time_to_first_token_seconds histogram\n")
+	for i := range n {
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"%d.%06d\",model_name=\"m\"} %d\n", shift, i, i)
+	}
+	fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} %d\n", n)
+	fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 1\n")
+	fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_count{model_name=\"m\"} %d\n", n)
+	return []byte(b.String())
+}
+
+// Tens of thousands of distinct bucket bounds, new ones every scrape, once
+// took 1–10 s a scrape at a 0.9 s timeout and grew memory for good. The
+// histogram is now left out with an error, the rest of the body stands,
+// and the parser keeps at most maxBounds bounds whatever it was shown.
+func TestManyBucketBoundsAreCapped(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write(manyBounds(30000, int(n.Add(1))))
+	}))
+	defer srv.Close()
+	const timeout = 2 * time.Second
+	sc := newTestScraper(t, srv.URL, snapshot.VLLM, timeout, 32<<20)
+	for i := range 4 {
+		start := time.Now()
+		snap, _, err := sc.Scrape(context.Background())
+		if took := time.Since(start); took > timeout+time.Second {
+			t.Errorf("scrape %d took %v, over its %v timeout", i, took, timeout)
+		}
+		if err != nil {
+			wantReason(t, err, ReasonTimeout) // acceptable on a starved machine
+			continue
+		}
+		m := snap.Model("m")
+		if m == nil || m.Hists[snapshot.TTFT] != nil || !m.Counters[snapshot.GenerationTokens].OK {
+			t.Fatalf("scrape %d: want TTFT left out and the counter kept: %+v", i, m)
+		}
+		if e := familyErr(snap, "vllm:time_to_first_token_seconds"); e == nil || !strings.Contains(e.Error(), "more than 256 distinct bucket bounds") {
+			t.Errorf("scrape %d: error %v", i, e)
+		}
+		h := sc.parser.models["m"].hists[sc.parser.tab.samples["vllm:time_to_first_token_seconds_bucket"].src.id]
+		if len(h.bounds) > maxBounds || len(h.index) > maxBounds {
+			t.Errorf("scrape %d: %d bounds retained, cap %d", i, len(h.bounds), maxBounds)
+		}
+		// Every series of this body, and nothing from earlier bodies.
+		if len(sc.parser.cache) > 30005 {
+			t.Errorf("scrape %d: %d series cached for a 30005-series body", i, len(sc.parser.cache))
+		}
+	}
+	// A sane layout afterwards is read again: the first body after the
+	// flood still finds the old bounds in place (they are pruned when it
+	// ends), the next one is read.
+	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+	for i, body := range [][]byte{manyBounds(30000, 1), manyBounds(20, 2), manyBounds(20, 2)} {
+		snap, err := p.Parse(body, "", time.Unix(int64(i), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := snap.Model("m").Hists[snapshot.TTFT]; i == 2 && (h == nil || len(h.Bounds) != 20) {
+			t.Errorf("parse %d after the flood: %+v, errors %v", i, h, snap.Errors)
+		}
+	}
+}
+
+// A parse past its deadline stops within deadlineEvery entries and says
+// so; the parser reads the next body normally.
+func TestParseStopsAtItsDeadline(t *testing.T) {
+	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+	p.SetDeadline(time.Now().Add(-time.Second))
+	_, err := p.Parse(manyBounds(5000, 1), "", time.Unix(1, 0))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "after 1024 entries") {
+		t.Fatalf("err = %v, want a deadline error after 1024 entries", err)
+	}
+	p.SetDeadline(time.Time{})
+	snap, err := p.Parse(manyBounds(20, 1), "", time.Unix(2, 0))
+	if err != nil || snap.Model("m").Hists[snapshot.TTFT] == nil {
+		t.Fatalf("next parse: %v", err)
+	}
+	if len(p.cache) != 24 {
+		t.Errorf("%d series cached, want the 24 of the last body", len(p.cache))
+	}
+}
+
+// After one 100 MB answer (refused at the 32 MiB cap) the target's read
+// buffer does not keep its high-water size.
+func TestOversizedBodyDoesNotPinMemory(t *testing.T) {
+	line := []byte(`vllm:generation_tokens_total{model_name="m"} 1` + "\n")
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1) == 1 {
+			for written := 0; written < 100<<20; written += len(line) {
+				if _, err := w.Write(line); err != nil {
+					return
+				}
+			}
+			return
+		}
+		w.Write(manyBounds(20, 1))
+	}))
+	defer srv.Close()
+	sc := newTestScraper(t, srv.URL, snapshot.VLLM, 20*time.Second, 32<<20)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := sc.Scrape(context.Background())
+	wantReason(t, err, ReasonBodyTooLarge)
+	if c := sc.buf.Cap(); c > keepBuffer {
+		t.Errorf("read buffer keeps %d bytes after the refused body", c)
+	}
+	if _, _, err := sc.Scrape(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// The 32 MiB buffer, if kept, would show here.
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 16<<20 {
+		t.Errorf("heap in use grew by %d MiB after the oversized body", grown>>20)
+	}
+}
