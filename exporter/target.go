@@ -81,6 +81,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 	cl := constLabels(tc)
 	tracker := goodput.NewTracker(tc.Name, slos)
 	tracker.ForgetAfter(forgetModelsAfter)
+	tracker.KeepAtMost(tc.ModelLimit)
 	return &target{
 		cfg:     tc,
 		timeout: timeout,
@@ -121,6 +122,7 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
+	t.tracker.KeepAtMost(t.cfg.ModelLimit)
 	t.state.engine = t.scraper.Engine()
 	t.tracker.Reconfigure(slos)
 	t.slos = slos

@@ -1,7 +1,9 @@
 package goodput
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -89,4 +91,44 @@ func TestTrackerFamilyThatFailedThenHeals(t *testing.T) {
 	checkCounts(t, "healed", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{})
 	update(t, tr, snap("t", e.render(same(fast, 125))))
 	checkCounts(t, "next", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: 5, Good: 5})
+}
+
+// Models that churn faster than ForgetAfter (a new adapter name every
+// scrape) are kept to the limit: the absent ones seen longest ago go first,
+// present ones never.
+func TestTrackerKeepsAtMostTheModelLimit(t *testing.T) {
+	tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
+	tr.ForgetAfter(time.Hour)
+	tr.KeepAtMost(3)
+	e := func(name string) snapshot.Model { return vllmLike(name).render(same(req{ttft: 0.1, tokens: 1}, 1)) }
+	at := func(sec int64, models ...snapshot.Model) *snapshot.Snapshot {
+		s := snap("t", models...)
+		s.Time = time.Unix(sec, 0)
+		return s
+	}
+	steps := []struct {
+		s    *snapshot.Snapshot
+		want string
+	}{
+		{at(0, e("a"), e("b")), "a b"},
+		{at(5, e("c")), "a b c"},
+		// d and e arrive: two of the absent (a, b at t=0) must go.
+		{at(10, e("d"), e("e")), "c d e"},
+		// f, g, h: three present, every absent one goes.
+		{at(15, e("f"), e("g"), e("h")), "f g h"},
+		// Four present with a limit of three: present models are never
+		// dropped (the parser's model_limit keeps a body from having more).
+		{at(20, e("f"), e("g"), e("h"), e("i")), "f g h i"},
+		{at(25, e("i")), "g h i"},
+	}
+	for i, st := range steps {
+		update(t, tr, st.s)
+		var names []string
+		for _, m := range tr.Models() {
+			names = append(names, m.Model)
+		}
+		if got := strings.Join(names, " "); got != st.want {
+			t.Errorf("step %d: models %q, want %q", i, got, st.want)
+		}
+	}
 }

@@ -38,6 +38,7 @@ type Tracker struct {
 	target  string
 	slos    []SLO
 	forget  time.Duration // 0: keep absent models forever
+	limit   int           // 0: no cap on the models kept
 	started bool
 	gen     uint64
 	states  []ModelState // sorted by model name
@@ -77,6 +78,13 @@ func NewTracker(target string, slos []SLO) *Tracker {
 // every model it ever served. Its counters then disappear from the
 // exposition; if it comes back it starts as a new model. 0 keeps models.
 func (t *Tracker) ForgetAfter(d time.Duration) { t.forget = d }
+
+// KeepAtMost caps the models kept, present or absent: when a snapshot
+// brings more, the absent models seen longest ago are dropped first, so
+// that models that churn faster than ForgetAfter (a new LoRA adapter every
+// scrape) cannot grow the exposition past the target's model_limit. 0
+// keeps every model (until ForgetAfter).
+func (t *Tracker) KeepAtMost(n int) { t.limit = n }
 
 // Target returns the target name the tracker was made for.
 func (t *Tracker) Target() string { return t.target }
@@ -141,7 +149,37 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 	clear(t.states[keep:])
 	clear(t.tracks[keep:])
 	t.states, t.tracks = t.states[:keep], t.tracks[:keep]
+	if t.limit > 0 && len(t.states) > t.limit {
+		t.evict(len(t.states) - t.limit)
+	}
 	return nil
+}
+
+// evict drops the n absent models seen longest ago (fewer if fewer are
+// absent: present models are never dropped).
+func (t *Tracker) evict(n int) {
+	var absent []int
+	for i, tr := range t.tracks {
+		if tr.gen != t.gen {
+			absent = append(absent, i)
+		}
+	}
+	slices.SortStableFunc(absent, func(a, b int) int { return t.tracks[a].seen.Compare(t.tracks[b].seen) })
+	drop := make(map[int]bool, n)
+	for _, i := range absent[:min(n, len(absent))] {
+		drop[i] = true
+	}
+	keep := 0
+	for i := range t.states {
+		if drop[i] {
+			continue
+		}
+		t.states[keep], t.tracks[keep] = t.states[i], t.tracks[i]
+		keep++
+	}
+	clear(t.states[keep:])
+	clear(t.tracks[keep:])
+	t.states, t.tracks = t.states[:keep], t.tracks[:keep]
 }
 
 func (t *Tracker) find(name string) (int, bool) {
