@@ -33,6 +33,10 @@ type Options struct {
 	// starts at a random offset within the first interval.
 	NoJitter bool
 	Logger   *slog.Logger
+	// EnableLifecycle serves POST/PUT /-/reload; without it the endpoint
+	// answers 403, as Prometheus does without --web.enable-lifecycle.
+	// SIGHUP reloads either way.
+	EnableLifecycle bool
 	// GPU reads the node's GPUs and attributes them to targets; nil
 	// exports no GPU series.
 	GPU *gpu.Manager

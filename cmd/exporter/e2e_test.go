@@ -87,7 +87,8 @@ func waitBody(t *testing.T, url string, want ...string) string {
 }
 
 // SIGHUP reloads the file: a new target starts, and a broken file is
-// refused with the running configuration kept.
+// refused with the running configuration kept. POST /-/reload is refused
+// without --web.enable-lifecycle.
 func TestSIGHUPReload(t *testing.T) {
 	a := serveFixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")
 	b := serveFixture(t, "llamacpp/server-cuda-2026-lfm2.5-8b.prom")
@@ -100,6 +101,13 @@ func TestSIGHUPReload(t *testing.T) {
 	write("targets:\n  - name: a\n    url: " + a + "\n")
 	base, pid := startDaemon(t, "--config.file="+cfgPath, "--collect.interval=100ms", "--collect.timeout=100ms", "--gpu.backend=none")
 	waitBody(t, base+"/metrics", `llm_up{engine="vllm",target="a"} 1`)
+	// Without --web.enable-lifecycle the HTTP endpoint is refused; SIGHUP
+	// is the way.
+	if resp, err := http.Post(base+"/-/reload", "text/plain", nil); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("POST /-/reload without --web.enable-lifecycle: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	write("targets:\n  - name: a\n    url: " + a + "\n  - name: b\n    url: " + b + "\n    model: lfm\n")
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
