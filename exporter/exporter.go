@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
-	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/fetch"
 )
 
 // Options are the daemon's command-line settings.
@@ -69,7 +69,7 @@ func New(opts Options) *Exporter {
 	e := &Exporter{
 		opts:      opts,
 		logger:    opts.Logger,
-		transport: collector.NewTransport(),
+		transport: fetch.NewTransport(nil), // the engines and dcgm-exporter share one policy
 		targets:   map[string]*target{},
 		reg:       prometheus.NewRegistry(),
 	}
