@@ -92,26 +92,46 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 }
 
 // sloNotes logs, once per target, model and SLO, what an operator should
-// know about how its objectives are judged.
+// know about how its objectives are judged. A reload keeps what was said:
+// a note is logged again only when its content changes (new bucket advice
+// for a new threshold, an objective newly unsupported), and the notes of a
+// model the tracker forgot are dropped with it.
 type sloNotes struct {
-	said map[string]bool
+	said map[string]map[string]bool // model -> note keys
 }
 
 func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapshot.Snapshot, slos []goodput.SLO) {
 	if n.said == nil {
-		n.said = map[string]bool{}
+		n.said = map[string]map[string]bool{}
 	}
-	once := func(key string) bool {
-		if n.said[key] {
-			return false
+	models := tr.Models()
+	if len(n.said) > len(models) {
+		live := make(map[string]bool, len(models))
+		for _, ms := range models {
+			live[ms.Model] = true
 		}
-		n.said[key] = true
-		return true
+		for m := range n.said {
+			if !live[m] {
+				delete(n.said, m)
+			}
+		}
 	}
-	for _, ms := range tr.Models() {
+	for _, ms := range models {
 		m := snap.Model(ms.Model)
 		if m == nil {
 			continue
+		}
+		said := n.said[ms.Model]
+		if said == nil {
+			said = map[string]bool{}
+			n.said[ms.Model] = said
+		}
+		once := func(key string) bool {
+			if said[key] {
+				return false
+			}
+			said[key] = true
+			return true
 		}
 		var applied []goodput.SLO
 		for _, ss := range ms.SLOs {
@@ -122,20 +142,22 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 			}
 			for _, os := range ss.Objectives {
 				obj, r := os.Objective.Kind, os.Resolution
-				key := fmt.Sprintf("%s/%s/%s", ms.Model, ss.SLO, obj)
+				key := fmt.Sprintf("%s/%s", ss.SLO, obj)
 				switch {
 				case !r.Supported && once("unsupported/"+key):
 					logger.Warn("SLO objective cannot be measured on this engine; exported as llm_slo_supported 0 and no goodput for the SLO",
 						"model", ms.Model, "slo", ss.SLO, "objective", obj, "engine", snap.Engine)
-				case r.Fallback && once("fallback/"+key):
+				case r.Fallback && once("fallback/"+key+"/"+r.Source):
 					logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram",
 						"model", ms.Model, "slo", ss.SLO, "source", r.Source)
 				}
 			}
 		}
-		if advice := goodput.BucketAdvice(m, applied...); advice != nil && once("buckets/"+ms.Model) {
-			logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
-				"model", ms.Model, "flags", bucketFlags(snap.Engine, advice))
+		if advice := goodput.BucketAdvice(m, applied...); advice != nil {
+			if flags := bucketFlags(snap.Engine, advice); once("buckets/" + flags) {
+				logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
+					"model", ms.Model, "flags", flags)
+			}
 		}
 	}
 }
