@@ -136,3 +136,35 @@ slos:
 		t.Errorf("the new advice does not name 0.35:\n%s", logs.String())
 	}
 }
+
+// goodput_exporter_target_body_bytes follows the body to 0 when the engine
+// starts answering with an empty one, and is not touched by a failed fetch.
+func TestBodyBytesEmptyBody(t *testing.T) {
+	full := fixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")
+	var mu sync.Mutex
+	body, status := full, http.StatusOK
+	srv := newWeb(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(status)
+		w.Write(body)
+	}))
+	hs := startExporter(t, 20*time.Millisecond, 20*time.Millisecond, config.Target{Name: "s", URL: srv.URL, Engine: "vllm"})
+	bytesOf := func(m map[string]*dto.MetricFamily) float64 {
+		return value(m, "goodput_exporter_target_body_bytes", map[string]string{"target": "s"})
+	}
+	hs.waitFor("the full body's size", func(m map[string]*dto.MetricFamily) bool { return bytesOf(m) == float64(len(full)) })
+	mu.Lock()
+	body = nil
+	mu.Unlock()
+	hs.waitFor("an empty body's size, 0", func(m map[string]*dto.MetricFamily) bool { return bytesOf(m) == 0 })
+	mu.Lock()
+	body, status = []byte("x"), http.StatusInternalServerError
+	mu.Unlock()
+	mfs := hs.waitFor("an HTTP error", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "goodput_exporter_target_scrape_errors_total", map[string]string{"target": "s", "reason": "http_status"}) >= 2
+	})
+	if got := bytesOf(mfs); got != 0 {
+		t.Errorf("body bytes after failed fetches = %v, want the last body's 0", got)
+	}
+}

@@ -174,12 +174,6 @@ func (t *target) scrape(ctx context.Context) {
 	elapsed := time.Since(start)
 	self := t.ex.self
 	self.scrapeDuration.WithLabelValues(t.cfg.Name).Set(elapsed.Seconds())
-	if res.Bytes > 0 {
-		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
-	}
-	if res.Detected != "" {
-		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
-	}
 	reason := ""
 	if err != nil {
 		reason = collector.ReasonConnect
@@ -188,6 +182,13 @@ func (t *target) scrape(ctx context.Context) {
 			reason = se.Reason
 		}
 		self.scrapeErrors.WithLabelValues(t.cfg.Name, reason).Inc()
+	}
+	// A body was read (an empty one too) unless the fetch itself failed.
+	if err == nil || reason == collector.ReasonParse || reason == collector.ReasonUnknownEngine {
+		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
+	}
+	if res.Detected != "" {
+		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
 	}
 	if res.Restart != "" {
 		t.logger.Warn("engine restarted; counters start again", "why", res.Restart)

@@ -217,6 +217,11 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// --gpu.backend=none: GPUs deliberately off export no GPU series, not
+	// a backend_up 0 that an alert would fire on.
+	if strings.Contains(body, "goodput_exporter_gpu_") {
+		t.Error("GPU series exported with --gpu.backend=none")
+	}
 	got := stable(body)
 	golden := filepath.Join("testdata", "e2e-output.prom")
 	if *update {

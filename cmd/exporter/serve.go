@@ -91,8 +91,10 @@ func (s *serveCmd) Run(e *env) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	gm := s.GPU.manager(e.logger)
-	defer gm.Close()
+	gm := s.GPU.manager(e.logger) // nil with --gpu.backend=none
+	if gm != nil {
+		defer gm.Close()
+	}
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.Timeout, Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
