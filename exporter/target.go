@@ -134,8 +134,19 @@ func (t *target) start(parent context.Context, interval time.Duration, noJitter 
 }
 
 func (t *target) stop() {
+	t.cancelLoop()
+	t.wait()
+}
+
+// cancelLoop asks the target's goroutine to stop; wait waits for it.
+func (t *target) cancelLoop() {
 	if t.cancel != nil {
 		t.cancel()
+	}
+}
+
+func (t *target) wait() {
+	if t.done != nil {
 		<-t.done
 	}
 }
