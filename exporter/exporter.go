@@ -130,6 +130,8 @@ func (e *Exporter) Wait() {
 	for _, t := range targets {
 		t.wait()
 	}
+	// Keep-alive connections to the engines hold two goroutines each.
+	e.transport.CloseIdleConnections()
 }
 
 // ApplyConfig starts new targets, stops removed ones and restarts changed

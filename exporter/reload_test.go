@@ -103,7 +103,12 @@ func TestReload(t *testing.T) {
 		value(mfs, "goodput_exporter_target_scrape_duration_seconds", map[string]string{"target": "a"}) != -1 {
 		t.Error("a removed target's series must go")
 	}
-	if resp, _ := http.Get(hs.web.URL + "/-/reload"); resp.StatusCode != http.StatusMethodNotAllowed {
+	resp, err := http.Get(hs.web.URL + "/-/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // an unread, unclosed body keeps its connection's goroutines
+	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /-/reload: %d", resp.StatusCode)
 	}
 }

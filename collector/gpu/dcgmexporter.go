@@ -62,8 +62,11 @@ func NewDCGMExporter(opts DCGMExporterOptions) (*DCGMExporter, error) {
 // Name implements Backend.
 func (b *DCGMExporter) Name() string { return "dcgm-exporter" }
 
-// Close implements Backend; there is nothing to release.
-func (b *DCGMExporter) Close() error { return nil }
+// Close implements Backend: it closes the kept-alive connection.
+func (b *DCGMExporter) Close() error {
+	b.client.CloseIdleConnections()
+	return nil
+}
 
 // Collect implements Backend: one GET, parsed. dcgm-exporter lists no
 // compute PIDs; its pod labels are kept in Device.Pods.
