@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
-	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/fetch"
 )
 
 // Options are the daemon's command-line settings.
@@ -33,6 +33,10 @@ type Options struct {
 	// starts at a random offset within the first interval.
 	NoJitter bool
 	Logger   *slog.Logger
+	// EnableLifecycle serves POST/PUT /-/reload; without it the endpoint
+	// answers 403, as Prometheus does without --web.enable-lifecycle.
+	// SIGHUP reloads either way.
+	EnableLifecycle bool
 	// GPU reads the node's GPUs and attributes them to targets; nil
 	// exports no GPU series.
 	GPU *gpu.Manager
@@ -44,12 +48,13 @@ type Exporter struct {
 	logger    *slog.Logger
 	transport *http.Transport
 
-	mu      sync.Mutex // guards cfg, targets and warned
-	cfg     *config.Config
-	targets map[string]*target
-	ctx     context.Context
-	warned  map[string]bool
-	loops   sync.WaitGroup // renderer and GPU cycle
+	reloadMu sync.Mutex // one ApplyConfig at a time
+	mu       sync.Mutex // guards cfg, targets, ctx and warned; never held across a scan or a wait
+	cfg      *config.Config
+	targets  map[string]*target
+	ctx      context.Context
+	warned   map[string]bool
+	loops    sync.WaitGroup // renderer and GPU cycle
 
 	reg      *prometheus.Registry
 	gatherer prometheus.Gatherers
@@ -65,7 +70,7 @@ func New(opts Options) *Exporter {
 	e := &Exporter{
 		opts:      opts,
 		logger:    opts.Logger,
-		transport: collector.NewTransport(),
+		transport: fetch.NewTransport(nil), // the engines and dcgm-exporter share one policy
 		targets:   map[string]*target{},
 		reg:       prometheus.NewRegistry(),
 	}
@@ -113,24 +118,44 @@ func (e *Exporter) Start(ctx context.Context, load Loader) error {
 func (e *Exporter) Wait() {
 	<-e.ctx.Done()
 	e.loops.Wait()
+	// A reload in flight finishes first; later ones see the context ended.
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, t := range e.targets {
-		t.stop()
+	targets := e.targets
+	e.mu.Unlock()
+	for _, t := range targets {
+		t.cancelLoop()
 	}
+	for _, t := range targets {
+		t.wait()
+	}
+	// Keep-alive connections to the engines hold two goroutines each.
+	e.transport.CloseIdleConnections()
 }
 
 // ApplyConfig starts new targets, stops removed ones and restarts changed
 // ones. Unchanged targets keep running; a target whose engine and labels
 // are unchanged but whose scrape settings or GPUs changed is rebuilt with
 // its goodput state carried over, so its counters do not start again.
+//
+// Its cost is linear in the targets that changed, and the exporter's lock
+// is held only to read the running set and to swap in the new one: the
+// renderer and the landing page keep answering while thousands of targets
+// are built or stopped. Reloads run one at a time.
 func (e *Exporter) ApplyConfig(cfg *config.Config) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ctx == nil {
+	ctx, running := e.ctx, e.targets
+	e.mu.Unlock()
+	if ctx == nil {
 		return fmt.Errorf("exporter not running")
 	}
-	next := map[string]*target{}
+	if ctx.Err() != nil {
+		return fmt.Errorf("exporter stopped")
+	}
+	next := make(map[string]*target, len(cfg.Targets))
 	kept := map[*target]bool{}
 	heirs := map[*target]*target{} // rebuilt target -> the one it replaces
 	var fresh []*target
@@ -138,7 +163,7 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	for i := range cfg.Targets {
 		tc := cfg.Targets[i]
 		timeout := cfg.EffectiveTimeout(&tc, e.opts.Timeout)
-		old, ok := e.targets[tc.Name]
+		old, ok := running[tc.Name]
 		if ok && reflect.DeepEqual(old.cfg, tc) && old.timeout == timeout {
 			next[tc.Name], kept[old] = old, true
 			continue
@@ -153,23 +178,34 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 		next[tc.Name] = t
 		fresh = append(fresh, t)
 	}
-	for name, old := range e.targets {
+	// Stop what goes, all at once: each stop waits for a scrape in flight
+	// to notice its cancelled context.
+	var gone []*target
+	for _, old := range running {
 		if !kept[old] {
-			old.stop()
-			if next[name] == nil {
-				e.self.forget(name)
-			}
+			old.cancelLoop()
+			gone = append(gone, old)
 		}
 	}
-	for t := range kept {
-		t.reconfigure(slos)
+	for _, old := range gone {
+		old.wait()
 	}
 	for t, old := range heirs {
 		t.adopt(old, slos)
 	}
+	for t := range kept {
+		t.reconfigure(slos)
+	}
+	e.mu.Lock()
 	e.cfg, e.targets = cfg, next
+	e.mu.Unlock()
+	for _, old := range gone {
+		if next[old.cfg.Name] == nil {
+			e.self.forget(old.cfg.Name)
+		}
+	}
 	for _, t := range fresh {
-		t.start(e.ctx, e.opts.Interval, e.opts.NoJitter)
+		t.start(ctx, e.opts.Interval, e.opts.NoJitter)
 	}
 	e.render.request()
 	return nil

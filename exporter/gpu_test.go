@@ -26,6 +26,7 @@ func TestGPUAttributionAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend})
+	t.Cleanup(func() { gm.Close() }) // after the exporter's Wait, as serve does
 	hs := startExporterWith(t, Options{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, GPU: gm},
 		&config.Pricing{Currency: "USD", GPUHour: 0.8},
 		config.Target{Name: "a", URL: engine.URL, GPUs: []string{"0"}},

@@ -8,11 +8,22 @@ import (
 )
 
 // Handler serves /metrics (at telemetryPath), the landing page, and
-// /-/reload, /-/healthy, /-/ready.
+// /-/reload (only with Options.EnableLifecycle), /-/healthy, /-/ready.
 func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(telemetryPath, e.render)
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if !e.opts.EnableLifecycle {
+			// Prometheus' own words, so that tooling written for it reads us.
+			http.Error(w, "Lifecycle API is not enabled.", http.StatusForbidden)
+			return
+		}
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+			// A browser page elsewhere posting a simple request: CORS does
+			// not stop a text/plain POST from being sent, so refuse it here.
+			http.Error(w, "cross-site reload refused", http.StatusForbidden)
+			return
+		}
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "use POST to reload the configuration", http.StatusMethodNotAllowed)

@@ -3,10 +3,12 @@ package exporter
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func TestReload(t *testing.T) {
 		cfg, _ := config.Parse(nil)
 		return cfg, cfg.AddTargets(next)
 	}
-	ex := New(Options{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, NoJitter: true})
+	ex := New(Options{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, NoJitter: true, EnableLifecycle: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); ex.Wait() }()
 	if err := ex.Start(ctx, load); err != nil {
@@ -102,7 +104,12 @@ func TestReload(t *testing.T) {
 		value(mfs, "goodput_exporter_target_scrape_duration_seconds", map[string]string{"target": "a"}) != -1 {
 		t.Error("a removed target's series must go")
 	}
-	if resp, _ := http.Get(hs.web.URL + "/-/reload"); resp.StatusCode != http.StatusMethodNotAllowed {
+	resp, err := http.Get(hs.web.URL + "/-/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // an unread, unclosed body keeps its connection's goroutines
+	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /-/reload: %d", resp.StatusCode)
 	}
 }
@@ -137,5 +144,71 @@ func TestRefusedReloadListsEveryError(t *testing.T) {
 		if !strings.Contains(err.Error(), line) || !strings.Contains(log.String(), line) {
 			t.Errorf("%q missing from the error or the log:\n%v\n%s", line, err, log.String())
 		}
+	}
+}
+
+// Without EnableLifecycle (--web.enable-lifecycle) /-/reload is refused
+// with Prometheus' 403 and never loads the file; with it, a cross-site
+// browser request is still refused, and only POST and PUT reload.
+func TestReloadEndpointNeedsLifecycle(t *testing.T) {
+	var loads atomic.Int32
+	load := func() (*config.Config, error) {
+		loads.Add(1)
+		cfg, _ := config.Parse(nil)
+		return cfg, nil
+	}
+	for _, enabled := range []bool{false, true} {
+		ex := New(Options{Interval: time.Second, Timeout: time.Second, NoJitter: true, EnableLifecycle: enabled})
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := ex.Start(ctx, load); err != nil {
+			t.Fatal(err)
+		}
+		web := newWeb(t, ex.Handler("/metrics", load))
+		loads.Store(0)
+		do := func(method string, header map[string]string) (int, string) {
+			req, _ := http.NewRequest(method, web.URL+"/-/reload", strings.NewReader("x"))
+			req.Header.Set("Content-Type", "text/plain")
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		if !enabled {
+			for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodGet} {
+				code, body := do(m, nil)
+				if code != http.StatusForbidden || !strings.Contains(body, "Lifecycle API is not enabled.") {
+					t.Errorf("lifecycle off, %s /-/reload: %d %q, want 403 Lifecycle API is not enabled.", m, code, body)
+				}
+			}
+			if n := loads.Load(); n != 0 {
+				t.Errorf("lifecycle off: the configuration was loaded %d times", n)
+			}
+		} else {
+			if code, _ := do(http.MethodPost, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); code != http.StatusForbidden {
+				t.Errorf("cross-site POST: %d, want 403", code)
+			}
+			if code, _ := do(http.MethodGet, nil); code != http.StatusMethodNotAllowed {
+				t.Errorf("GET: %d, want 405", code)
+			}
+			if n := loads.Load(); n != 0 {
+				t.Errorf("refused requests loaded the configuration %d times", n)
+			}
+			for _, m := range []string{http.MethodPost, http.MethodPut} {
+				if code, body := do(m, nil); code != http.StatusOK {
+					t.Errorf("lifecycle on, %s: %d %q", m, code, body)
+				}
+			}
+			if n := loads.Load(); n != 2 {
+				t.Errorf("POST and PUT loaded the configuration %d times, want 2", n)
+			}
+		}
+		cancel()
+		ex.Wait()
 	}
 }

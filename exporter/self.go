@@ -75,11 +75,17 @@ func (m *selfMetrics) init(target string) {
 	m.duplicates.WithLabelValues(target)
 }
 
-// forget drops the series of a target that is no longer configured.
+// forget drops the series of a target that is no longer configured: one
+// lookup per series, never a scan of every target's (DeletePartialMatch
+// made removing n targets cost n × all series).
 func (m *selfMetrics) forget(target string) {
 	m.scrapeDuration.DeleteLabelValues(target)
 	m.bodyBytes.DeleteLabelValues(target)
-	m.scrapeErrors.DeletePartialMatch(prometheus.Labels{"target": target})
-	m.discontinuities.DeletePartialMatch(prometheus.Labels{"target": target})
+	for _, r := range collector.ScrapeReasons {
+		m.scrapeErrors.DeleteLabelValues(target, r)
+	}
+	for _, r := range goodput.DiscontinuityKinds {
+		m.discontinuities.DeleteLabelValues(target, r)
+	}
 	m.duplicates.DeleteLabelValues(target)
 }

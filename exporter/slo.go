@@ -92,12 +92,16 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 }
 
 // sloNotes logs, once per target, model and SLO, what an operator should
-// know about how its objectives are judged.
+// know about how its objectives are judged. A reload keeps what was said:
+// a note is logged again only when its content changes (new bucket advice
+// for a new threshold, an objective newly unsupported, pending or
+// measurable), and the notes of a model the tracker forgot are dropped
+// with it.
 type sloNotes struct {
-	said map[string]bool
-	// state is, per model/slo/objective, what was last said about whether
-	// it can be measured: unsupported, pending or measurable.
-	state map[string]string
+	said map[string]map[string]bool // model -> note keys
+	// state is, per model and slo/objective, what was last said about
+	// whether it can be measured: unsupported, pending or measurable.
+	state map[string]map[string]string
 }
 
 // Whether an objective can be measured on a model, as logged.
@@ -109,20 +113,42 @@ const (
 
 func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapshot.Snapshot, slos []goodput.SLO) {
 	if n.said == nil {
-		n.said = map[string]bool{}
-		n.state = map[string]string{}
+		n.said = map[string]map[string]bool{}
+		n.state = map[string]map[string]string{}
 	}
-	once := func(key string) bool {
-		if n.said[key] {
-			return false
+	models := tr.Models()
+	if len(n.said) > len(models) || len(n.state) > len(models) {
+		live := make(map[string]bool, len(models))
+		for _, ms := range models {
+			live[ms.Model] = true
 		}
-		n.said[key] = true
-		return true
+		for m := range n.said {
+			if !live[m] {
+				delete(n.said, m)
+			}
+		}
+		for m := range n.state {
+			if !live[m] {
+				delete(n.state, m)
+			}
+		}
 	}
-	for _, ms := range tr.Models() {
+	for _, ms := range models {
 		m := snap.Model(ms.Model)
 		if m == nil {
 			continue
+		}
+		said, state := n.said[ms.Model], n.state[ms.Model]
+		if said == nil {
+			said, state = map[string]bool{}, map[string]string{}
+			n.said[ms.Model], n.state[ms.Model] = said, state
+		}
+		once := func(key string) bool {
+			if said[key] {
+				return false
+			}
+			said[key] = true
+			return true
 		}
 		var applied []goodput.SLO
 		for _, ss := range ms.SLOs {
@@ -133,7 +159,7 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 			}
 			for _, os := range ss.Objectives {
 				obj, r := os.Objective.Kind, os.Resolution
-				key := fmt.Sprintf("%s/%s/%s", ms.Model, ss.SLO, obj)
+				key := fmt.Sprintf("%s/%s", ss.SLO, obj)
 				if r.Unstable {
 					continue // logged as a discontinuity of its histogram
 				}
@@ -144,8 +170,8 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 						now = notePending
 					}
 				}
-				was, known := n.state[key]
-				n.state[key] = now
+				was, known := state[key]
+				state[key] = now
 				switch {
 				case now == was || (!known && now == noteMeasurable):
 				case now == noteUnsupported:
@@ -157,15 +183,17 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 				default:
 					logger.Info("SLO objective measurable now", "model", ms.Model, "slo", ss.SLO, "objective", obj, "source", r.Source)
 				}
-				if r.Fallback && once("fallback/"+key) {
+				if r.Fallback && once("fallback/"+key+"/"+r.Source) {
 					logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram",
 						"model", ms.Model, "slo", ss.SLO, "source", r.Source)
 				}
 			}
 		}
-		if advice := goodput.BucketAdvice(m, applied...); advice != nil && once("buckets/"+ms.Model) {
-			logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
-				"model", ms.Model, "flags", bucketFlags(snap.Engine, advice))
+		if advice := goodput.BucketAdvice(m, applied...); advice != nil {
+			if flags := bucketFlags(snap.Engine, advice); once("buckets/" + flags) {
+				logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
+					"model", ms.Model, "flags", flags)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,13 +129,13 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	t.slos = slos
 }
 
-// reconfigure applies new SLOs, keeping the totals of unchanged objectives.
+// reconfigure applies new SLOs, keeping the totals of unchanged objectives
+// and the notes already logged (sloNotes logs only what a change alters).
 func (t *target) reconfigure(slos []goodput.SLO) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker.Reconfigure(slos)
 	t.slos = slos
-	t.notes = sloNotes{}
 }
 
 func (t *target) start(parent context.Context, interval time.Duration, noJitter bool) {
@@ -145,8 +146,19 @@ func (t *target) start(parent context.Context, interval time.Duration, noJitter 
 }
 
 func (t *target) stop() {
+	t.cancelLoop()
+	t.wait()
+}
+
+// cancelLoop asks the target's goroutine to stop; wait waits for it.
+func (t *target) cancelLoop() {
 	if t.cancel != nil {
 		t.cancel()
+	}
+}
+
+func (t *target) wait() {
+	if t.done != nil {
 		<-t.done
 	}
 }
@@ -185,12 +197,6 @@ func (t *target) scrape(ctx context.Context) {
 	elapsed := time.Since(start)
 	self := t.ex.self
 	self.scrapeDuration.WithLabelValues(t.cfg.Name).Set(elapsed.Seconds())
-	if res.Bytes > 0 {
-		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
-	}
-	if res.Detected != "" {
-		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
-	}
 	reason := ""
 	if err != nil {
 		reason = collector.ReasonConnect
@@ -199,6 +205,13 @@ func (t *target) scrape(ctx context.Context) {
 			reason = se.Reason
 		}
 		self.scrapeErrors.WithLabelValues(t.cfg.Name, reason).Inc()
+	}
+	// A body was read (an empty one too) unless the fetch itself failed.
+	if err == nil || reason == collector.ReasonParse || reason == collector.ReasonUnknownEngine {
+		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
+	}
+	if res.Detected != "" {
+		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
 	}
 	if res.Restart != "" {
 		t.logger.Warn("engine restarted; counters start again", "why", res.Restart)
@@ -218,7 +231,7 @@ func (t *target) scrape(ctx context.Context) {
 		st.lastErr = err.Error()
 	} else {
 		st.snap = snap
-		st.familyErrs, st.familyKeys = errorStrings(snap.Errors), errorKeys(snap.Errors)
+		st.familyKeys, st.familyErrs = familyErrors(snap.Errors)
 		if err := t.tracker.Update(snap); err != nil {
 			t.logger.Error("goodput update", "err", err)
 		}
@@ -242,9 +255,12 @@ func (t *target) scrape(ctx context.Context) {
 	case err == nil && prev.attempted && !prev.up:
 		t.logger.Info("target up again", "engine", cur.engine)
 	}
-	if err == nil && !slices.Equal(prev.familyKeys, cur.familyKeys) {
-		for _, fe := range cur.familyErrs {
-			t.logger.Warn("family left out", "err", fe)
+	if err == nil {
+		// Only the errors that were not there on the last good scrape.
+		for i, k := range cur.familyKeys {
+			if _, had := slices.BinarySearch(prev.familyKeys, k); !had {
+				t.logger.Warn("family left out", "err", cur.familyErrs[i])
+			}
 		}
 	}
 }
@@ -284,27 +300,27 @@ func (t *target) discontinuities() {
 	}
 }
 
-// errorKeys names the family and model of each error, so that an error
-// whose message carries changing values is logged once, not every scrape.
-func errorKeys(errs []error) []string {
-	var out []string
+// familyErrors returns each error's key, naming its model and family so
+// that an error whose message carries changing values is logged once, not
+// every scrape, and its message, both sorted by key: the parser meets
+// models in map order, so the same errors come in a different order from
+// one scrape to the next.
+func familyErrors(errs []error) (keys, msgs []string) {
+	type kv struct{ k, m string }
+	all := make([]kv, 0, len(errs))
 	for _, e := range errs {
+		k := e.Error()
 		var fe *collector.FamilyError
 		if errors.As(e, &fe) {
-			out = append(out, fe.Family+"\x00"+fe.Model)
-			continue
+			k = fe.Model + "\x00" + fe.Family
 		}
-		out = append(out, e.Error())
+		all = append(all, kv{k, e.Error()})
 	}
-	return out
-}
-
-func errorStrings(errs []error) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
+	slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	for _, x := range all {
+		keys, msgs = append(keys, x.k), append(msgs, x.m)
 	}
-	return out
+	return keys, msgs
 }
 
 // snapshotState returns a copy of the state for readers.

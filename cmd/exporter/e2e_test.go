@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
@@ -41,6 +44,15 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	// Commands run in this process (serve, demo, simulate) must stop every
+	// goroutine they started.
+	if code == 0 {
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines outlived the tests:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -87,7 +99,8 @@ func waitBody(t *testing.T, url string, want ...string) string {
 }
 
 // SIGHUP reloads the file: a new target starts, and a broken file is
-// refused with the running configuration kept.
+// refused with the running configuration kept. POST /-/reload is refused
+// without --web.enable-lifecycle.
 func TestSIGHUPReload(t *testing.T) {
 	a := serveFixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")
 	b := serveFixture(t, "llamacpp/server-cuda-2026-lfm2.5-8b.prom")
@@ -100,6 +113,13 @@ func TestSIGHUPReload(t *testing.T) {
 	write("targets:\n  - name: a\n    url: " + a + "\n")
 	base, pid := startDaemon(t, "--config.file="+cfgPath, "--collect.interval=100ms", "--collect.timeout=100ms", "--gpu.backend=none")
 	waitBody(t, base+"/metrics", `llm_up{engine="vllm",target="a"} 1`)
+	// Without --web.enable-lifecycle the HTTP endpoint is refused; SIGHUP
+	// is the way.
+	if resp, err := http.Post(base+"/-/reload", "text/plain", nil); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("POST /-/reload without --web.enable-lifecycle: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	write("targets:\n  - name: a\n    url: " + a + "\n  - name: b\n    url: " + b + "\n    model: lfm\n")
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -209,6 +229,11 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("targets never came up:\n%s", body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// --gpu.backend=none: GPUs deliberately off export no GPU series, not
+	// a backend_up 0 that an alert would fire on.
+	if strings.Contains(body, "goodput_exporter_gpu_") {
+		t.Error("GPU series exported with --gpu.backend=none")
 	}
 	got := stable(body)
 	golden := filepath.Join("testdata", "e2e-output.prom")

@@ -19,9 +19,16 @@ type gpuFlags struct {
 }
 
 // manager opens the chosen backend and says once, in the log, what it
-// chose and why. A backend that cannot start leaves a manager that
-// exports goodput_exporter_gpu_backend_up 0; engine series are unaffected.
+// chose and why. A backend that cannot start (or auto finding none) leaves
+// a manager that exports goodput_exporter_gpu_backend_up 0; engine series
+// are unaffected. --gpu.backend=none returns nil: GPUs deliberately off
+// export no GPU series at all, so that an alert on backend_up == 0 does
+// not fire on a node that was told to read no GPU.
 func (f *gpuFlags) manager(logger *slog.Logger) *gpu.Manager {
+	if f.Backend == gpu.BackendNone {
+		logger.Info("GPU collection disabled (--gpu.backend=none); no GPU series")
+		return nil
+	}
 	backend, choice, err := gpu.Select(gpu.SelectOptions{
 		Backend:  f.Backend,
 		NVML:     gpu.NVMLOptions{LibraryPath: f.NVMLLibrary},

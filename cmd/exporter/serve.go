@@ -19,10 +19,11 @@ import (
 )
 
 type serveCmd struct {
-	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"YAML configuration file (targets). Reloaded on SIGHUP and POST /-/reload."`
+	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"YAML configuration file (targets). Reloaded on SIGHUP, and on POST /-/reload with --web.enable-lifecycle."`
 	ListenAddress []string      `name:"web.listen-address" default:":9835" help:"Addresses to listen on for /metrics (repeatable)."`
 	TelemetryPath string        `name:"web.telemetry-path" default:"/metrics" help:"Path under which to expose metrics."`
 	WebConfigFile string        `name:"web.config.file" placeholder:"FILE" help:"exporter-toolkit web configuration file for TLS and basic auth."`
+	Lifecycle     bool          `name:"web.enable-lifecycle" help:"Enable reloading the configuration with POST or PUT /-/reload (off: the endpoint answers 403). SIGHUP always reloads."`
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
@@ -105,9 +106,11 @@ func (s *serveCmd) Run(e *env) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	gm := s.GPU.manager(e.logger)
-	defer gm.Close()
-	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm})
+	gm := s.GPU.manager(e.logger) // nil with --gpu.backend=none
+	if gm != nil {
+		defer gm.Close()
+	}
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()

@@ -3,12 +3,14 @@ package gpu
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/fetch"
 )
 
 // DCGMExporterOptions configures the dcgm-exporter scrape backend.
@@ -20,13 +22,15 @@ type DCGMExporterOptions struct {
 	Timeout time.Duration
 	// MaxBodyBytes caps the body read (default 8 MiB).
 	MaxBodyBytes int64
-	// Client is the HTTP client; nil uses a plain one.
-	Client *http.Client
+	// Proxy to reach dcgm-exporter through; nil connects directly (the
+	// environment's HTTP_PROXY is never read).
+	Proxy *url.URL
 }
 
 // DCGMExporter reads GPUs from an existing dcgm-exporter's /metrics.
 type DCGMExporter struct {
-	opts DCGMExporterOptions
+	opts   DCGMExporterOptions
+	client *http.Client
 
 	mu sync.Mutex
 	// prevTotals are the last DCGM_EXP_CLOCK_EVENTS_TOTAL values per GPU.
@@ -46,17 +50,23 @@ func NewDCGMExporter(opts DCGMExporterOptions) (*DCGMExporter, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 8 << 20
 	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
+	// The engines' policy: no redirect off the host, no proxy from the
+	// environment, the body capped after decompression.
+	client, err := fetch.NewClient(opts.URL, fetch.NewTransport(opts.Proxy))
+	if err != nil {
+		return nil, fmt.Errorf("dcgm-exporter: %w", err)
 	}
-	return &DCGMExporter{opts: opts}, nil
+	return &DCGMExporter{opts: opts, client: client}, nil
 }
 
 // Name implements Backend.
 func (b *DCGMExporter) Name() string { return "dcgm-exporter" }
 
-// Close implements Backend; there is nothing to release.
-func (b *DCGMExporter) Close() error { return nil }
+// Close implements Backend: it closes the kept-alive connection.
+func (b *DCGMExporter) Close() error {
+	b.client.CloseIdleConnections()
+	return nil
+}
 
 // Collect implements Backend: one GET, parsed. dcgm-exporter lists no
 // compute PIDs; its pod labels are kept in Device.Pods.
@@ -100,7 +110,7 @@ func (b *DCGMExporter) fetch(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("dcgm-exporter: %w", err)
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := b.opts.Client.Do(req)
+	resp, err := b.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("dcgm-exporter: %w", err)
 	}
@@ -108,12 +118,13 @@ func (b *DCGMExporter) fetch(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("dcgm-exporter %s: HTTP %s", b.opts.URL, resp.Status)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, b.opts.MaxBodyBytes+1))
-	if err != nil {
+	// A fresh buffer each time: one odd body must not pin its size for good.
+	var buf bytes.Buffer
+	if _, err := fetch.ReadBody(resp.Body, b.opts.MaxBodyBytes, &buf); err != nil {
+		if errors.Is(err, fetch.ErrBodyTooLarge) {
+			return nil, fmt.Errorf("dcgm-exporter %s: body larger than %d bytes: %w", b.opts.URL, b.opts.MaxBodyBytes, err)
+		}
 		return nil, fmt.Errorf("dcgm-exporter %s: read body: %w", b.opts.URL, err)
 	}
-	if int64(len(body)) > b.opts.MaxBodyBytes {
-		return nil, fmt.Errorf("dcgm-exporter %s: body larger than %d bytes", b.opts.URL, b.opts.MaxBodyBytes)
-	}
-	return body, nil
+	return buf.Bytes(), nil
 }
