@@ -182,3 +182,33 @@ func TestPendingObjectiveIsNotUnsupported(t *testing.T) {
 		t.Error("engineCanMeasure disagrees with the support matrix (llama.cpp has no TTFT histogram, SGLang no finish reasons)")
 	}
 }
+
+// A Service that load-balances two engine processes: the start time flips
+// between two values. The switch to the second process only sets
+// baselines; the switch back is an error with its own reason, llm_up 0,
+// and nothing is counted from either process meanwhile.
+func TestAddressReachingTwoProcesses(t *testing.T) {
+	t0 := readWindow(t, "t0.prom")
+	t1 := readWindow(t, "t1.prom")
+	proc := func(body []byte, start string) []byte {
+		return append([]byte("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds "+start+"\n"), body...)
+	}
+	// Process A serves t0, process B (a busier replica) t1.
+	e, tg := sequenceTarget(t, proc(t0, "1000"), proc(t1, "2000"), proc(t0, "1000"), proc(t1, "2000"))
+	logs := &syncBuffer{}
+	tg.logger = slog.New(slog.NewTextHandler(logs, nil))
+	scrapeN(tg, 4)
+	st := tg.snapshotState()
+	if st.up || st.lastReason != "multiple_engines" {
+		t.Fatalf("up=%v reason=%q, want down with multiple_engines", st.up, st.lastReason)
+	}
+	if got := sum(t, e, "goodput_exporter_target_scrape_errors_total", map[string]string{"reason": "multiple_engines"}); got != 2 {
+		t.Errorf("multiple_engines errors %g, want 2 (scrapes 3 and 4)", got)
+	}
+	if got := sum(t, e, "llm_slo_requests_total", nil); got != 0 {
+		t.Errorf("llm_slo_requests_total %g, want 0: nothing may be counted across two processes", got)
+	}
+	if n := strings.Count(logs.String(), "more than one engine process"); n != 1 {
+		t.Errorf("the flip was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
