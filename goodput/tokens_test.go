@@ -222,3 +222,31 @@ func TestPerTokenObjectiveKeepsTheEstimate(t *testing.T) {
 	}
 	checkNear(t, "estimate", j.Total.Tokens.Lower, 100)
 }
+
+// A flap of the output-length histogram (it reads 19 requests after 20,
+// as two replicas behind one address would) adds no tokens, and its
+// return adds the requests since the last good reading once. Every
+// request is 10 tokens and good (e2e 0.8 s), so the bounds are exact:
+// after the baseline of 10 requests, 20 more finish, 200 tokens, whatever
+// the flap.
+func TestOutputHistogramFlapAddsTokensOnce(t *testing.T) {
+	slos := []SLO{{Name: "fast", Objectives: []Objective{{Kind: KindE2E, Threshold: 1, Target: 0.9}}}}
+	tr := NewTracker("t", slos)
+	for i, c := range []struct{ e2e, out int }{{10, 10}, {20, 20}, {25, 19}, {30, 30}} {
+		m := snapshot.Model{Name: "m"}
+		m.Hists[snapshot.E2E] = histOf(requestBounds(), repeat(0.8, c.e2e)...)
+		m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), repeat(10, c.out)...)
+		s := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: time.Unix(int64(5*i), 0), Models: []snapshot.Model{m}}
+		if err := tr.Update(s); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			if in := tr.Model("m").SLOs[0].Joint.Interval; in.Good.Tokens != (Bounds{}) {
+				t.Errorf("the flap added %+v tokens", in.Good.Tokens)
+			}
+		}
+	}
+	got := tr.Model("m").SLOs[0].Joint.Total.Tokens
+	checkNear(t, "lower", got.Lower, 200)
+	checkNear(t, "upper", got.Upper, 200)
+}
