@@ -1,8 +1,9 @@
 // Package accuracy measures how close the live goodput series come to the
 // simulator's exact ground truth: it sweeps the simulated engine from light
-// load to past the knee, reads the engine's own exposition at the start and
-// end of every step through the real adapter and goodput maths (what the
-// daemon does between two scrapes), and sets the estimate beside the truth.
+// load to past the knee, reads the engine's own exposition every 5 s of
+// every step through the real adapter and goodput tracker, adds the
+// intervals up as the daemon's counters do, and sets the result beside the
+// truth.
 package accuracy
 
 import (
@@ -25,6 +26,9 @@ type Options struct {
 	Rates  []float64
 	Warmup time.Duration
 	Step   time.Duration
+	// Interval is the scrape cadence inside the step; 0 means 5 s, the
+	// daemon's default --collect.interval.
+	Interval time.Duration
 	// SLOs are judged live and in truth. Their objectives must be
 	// request-level (ttft, tpot, e2e, queue, error) for the joint check:
 	// the truth of a per-token itl objective is not a request outcome.
@@ -51,9 +55,16 @@ type SLORow struct {
 	// objective; Live the exported bounds.
 	TrueJoint float64
 	LiveJoint goodput.Bounds
-	// Goodput tokens per second, true and live bounds.
-	TrueGoodput float64
-	LiveGoodput goodput.Bounds
+	// Goodput tokens per second: the truth (output tokens of the requests
+	// that finished in the window and met every objective), the exported
+	// bounds, and what the former formula (each interval's generation
+	// tokens times the joint attainment bounds) would have exported.
+	TrueGoodput  float64
+	LiveGoodput  goodput.Bounds
+	NaiveGoodput goodput.Bounds
+	// TokensBounded: the live token figures were bounds in every interval
+	// (the engine's output-length histogram was used).
+	TokensBounded bool
 	// Edge is the share of the window's requests whose objectives are
 	// observed on either side of the window's edge (see judge).
 	Edge float64
@@ -72,6 +83,25 @@ func (r SLORow) InBandStrict() bool { return r.within(1e-9) }
 
 func (r SLORow) within(tol float64) bool {
 	return r.TrueJoint >= r.LiveJoint.Lower-tol && r.TrueJoint <= r.LiveJoint.Upper+tol
+}
+
+// TokensInBand reports whether the true good tokens lie in the exported
+// token bounds, up to rounding.
+func (r SLORow) TokensInBand() bool {
+	tol := 1e-9 * max(1, r.TrueGoodput)
+	return r.TrueGoodput >= r.LiveGoodput.Lower-tol && r.TrueGoodput <= r.LiveGoodput.Upper+tol
+}
+
+// TokensBand says where the true good tokens fell: "yes" inside the
+// bounds, "no" outside, "n/a" for a per-token SLO.
+func (r SLORow) TokensBand() string {
+	switch {
+	case !r.RequestLevel:
+		return "n/a"
+	case r.TokensInBand():
+		return "yes"
+	}
+	return "no"
 }
 
 // Band says where the truth fell: "yes" inside the bounds, "edge" outside
@@ -98,10 +128,13 @@ type Step struct {
 }
 
 // Run sweeps and compares. Each rate runs a fresh engine (same seed):
-// Warmup, then a measured window of Step, then enough extra time for the
-// requests in flight at the window's end to finish, so that the truth can
-// be judged over the same population each histogram observes in the
-// window (TTFT at the first token, ITL at each token, the rest at finish).
+// Warmup, then a measured window of Step scraped every Interval, then
+// enough extra time for the requests in flight at the window's end to
+// finish, so that the truth can be judged over the same population each
+// histogram observes in the window (TTFT at the first token, ITL at each
+// token, the rest at finish). The live side is what the daemon exports:
+// the goodput tracker fed every scrape, its per-interval outcomes added
+// up.
 func Run(ctx context.Context, o Options) ([]Step, error) {
 	if len(o.SLOs) == 0 || len(o.Rates) == 0 || o.Step <= 0 {
 		return nil, fmt.Errorf("accuracy: need SLOs, rates and a positive step")
@@ -162,6 +195,10 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 		s.Target = "sim"
 		return s, nil
 	}
+	every := o.Interval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
 	from := o.Warmup
 	to := from + o.Step
 	e.AdvanceTo(from)
@@ -169,22 +206,77 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	e.AdvanceTo(to)
-	after, err := scrape()
-	if err != nil {
+	tr := goodput.NewTracker("sim", o.SLOs)
+	if err := tr.Update(before); err != nil {
 		return Step{}, err
+	}
+	lives := make([]live, len(o.SLOs))
+	for i := range lives {
+		lives[i].bounded = true
+	}
+	prev, after := before, before
+	for t := from; t < to; {
+		t = min(t+every, to)
+		e.AdvanceTo(t)
+		if after, err = scrape(); err != nil {
+			return Step{}, err
+		}
+		if err := tr.Update(after); err != nil {
+			return Step{}, err
+		}
+		generated := tokens(prev, after)
+		for _, m := range tr.Models() {
+			for k := range m.SLOs {
+				lives[sloIndex(o.SLOs, m.SLOs[k].SLO)].add(&m.SLOs[k], generated)
+			}
+		}
+		prev = after
 	}
 	e.AdvanceTo(to + tail)
-	rep, err := goodput.BuildReport(before, after, o.SLOs, nil)
-	if err != nil {
-		return Step{}, err
-	}
 	recs := e.Truth().Records(0, to+tail)
 	st := Step{Rate: rate, TTFTP99: ttftP99(recs, from, to), Throughput: tokens(before, after) / o.Step.Seconds()}
-	for _, slo := range o.SLOs {
-		st.SLOs = append(st.SLOs, compare(slo, rep, after, judge(slo, recs, from, to), o.Step.Seconds()))
+	for k, slo := range o.SLOs {
+		st.SLOs = append(st.SLOs, compare(slo, &lives[k], after, judge(slo, recs, from, to), o.Step.Seconds()))
 	}
 	return st, nil
+}
+
+// live adds up one SLO's per-interval outcomes over a step, as the
+// daemon's counters do.
+type live struct {
+	state *goodput.SLOState // the latest; its objectives' totals cover the step
+	// Sums over the intervals: finished requests, good request and token
+	// bounds, and the former token formula.
+	requests         float64
+	goodReq, goodTok goodput.Bounds
+	naiveTok         goodput.Bounds
+	bounded          bool // every interval with an outcome had token bounds
+}
+
+func (l *live) add(s *goodput.SLOState, generated float64) {
+	l.state = s
+	in := &s.Joint.Interval
+	if !in.OK {
+		return
+	}
+	l.requests += in.Requests
+	l.goodReq.Lower += in.Good.Requests.Lower
+	l.goodReq.Upper += in.Good.Requests.Upper
+	l.goodTok.Lower += in.Good.Tokens.Lower
+	l.goodTok.Upper += in.Good.Tokens.Upper
+	n := in.Attainment.Scale(generated)
+	l.naiveTok.Lower += n.Lower
+	l.naiveTok.Upper += n.Upper
+	l.bounded = l.bounded && in.TokensBounded
+}
+
+func sloIndex(slos []goodput.SLO, name string) int {
+	for i := range slos {
+		if slos[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func tokens(a, b *snapshot.Snapshot) float64 {
@@ -212,39 +304,42 @@ func ttftP99(recs []sim.Record, from, to time.Duration) time.Duration {
 	return xs[min(len(xs)-1, int(math.Ceil(0.99*float64(len(xs))))-1)]
 }
 
-// compare lines up the live report of one SLO with its truth.
-func compare(slo goodput.SLO, rep *goodput.Report, end *snapshot.Snapshot, truth truthSLO, seconds float64) SLORow {
+// compare lines up the live outcome of one SLO over a step with its truth.
+func compare(slo goodput.SLO, l *live, end *snapshot.Snapshot, truth truthSLO, seconds float64) SLORow {
 	row := SLORow{SLO: slo.Name, Edge: truth.edge, RequestLevel: true}
 	for _, o := range slo.Objectives {
 		row.RequestLevel = row.RequestLevel && o.Kind != goodput.KindITL
-	}
-	var live *goodput.ReportRow
-	for i := range rep.Rows {
-		if rep.Rows[i].SLO == slo.Name {
-			live = &rep.Rows[i]
-		}
 	}
 	if truth.requests > 0 {
 		row.TrueJoint = truth.goodRequests / truth.requests
 	}
 	row.TrueGoodput = truth.goodTokens / seconds
-	if live == nil {
+	if l.state == nil {
 		return row
 	}
+	var m *snapshot.Model
+	for i := range end.Models {
+		m = &end.Models[i] // the simulator serves one model
+	}
 	for j, obj := range slo.Objectives {
-		lo := live.Objectives[j]
+		lo := &l.state.Objectives[j]
 		ta := truth.objectives[j]
-		c := Objective{Kind: obj.Kind, Live: lo.Attainment, Known: lo.HasAttainment && ta.judged > 0}
+		p, has := lo.Total.Attainment()
+		c := Objective{Kind: obj.Kind, Live: p, Known: has && ta.judged > 0}
 		if ta.judged > 0 {
 			c.True = ta.good / ta.judged
 		}
 		c.OnBound = obj.Kind == goodput.KindError
-		if m := end.Model(live.Model); m != nil && lo.Resolution.Supported && obj.Kind.Latency() {
+		if m != nil && lo.Resolution.Supported && obj.Kind.Latency() {
 			c.OnBound = goodput.IsBound(m.Hists[lo.Resolution.Hist].Bounds, obj.Threshold)
 		}
 		row.Objectives = append(row.Objectives, c)
 	}
-	row.LiveJoint = live.Joint.Attainment
-	row.LiveGoodput = goodput.Bounds{Lower: live.Joint.Lower.TokensPerSecond, Upper: live.Joint.Upper.TokensPerSecond}
+	if l.requests > 0 {
+		row.LiveJoint = goodput.Bounds{Lower: l.goodReq.Lower / l.requests, Upper: l.goodReq.Upper / l.requests}
+	}
+	row.LiveGoodput = goodput.Bounds{Lower: l.goodTok.Lower / seconds, Upper: l.goodTok.Upper / seconds}
+	row.NaiveGoodput = goodput.Bounds{Lower: l.naiveTok.Lower / seconds, Upper: l.naiveTok.Upper / seconds}
+	row.TokensBounded = l.bounded
 	return row
 }

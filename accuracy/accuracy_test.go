@@ -15,11 +15,12 @@ func obj(k goodput.Kind, th, target float64) goodput.Objective {
 	return goodput.Objective{Kind: k, Threshold: th, Target: target, IncludeAbort: k == goodput.KindError}
 }
 
-// A sweep from light load to well past the knee. Every threshold on a
-// bucket bound must come out exact; the true joint goodput must lie inside
-// the exported bounds (strictly when all objectives are observed at
-// finish); and the knee read from live goodput must be the truth's, give
-// or take one step.
+// A sweep from light load to well past the knee, scraped every 5 s as the
+// daemon does. Every threshold on a bucket bound must come out exact; the
+// true joint goodput must lie inside the exported bounds (strictly when all
+// objectives are observed at finish); the true good tokens must lie inside
+// the exported token bounds in every window; and the knee read from live
+// goodput must be the truth's, give or take one step.
 func TestAccuracy(t *testing.T) {
 	rates := []float64{4, 8, 12, 14, 16, 18, 20, 24, 28}
 	slos := []goodput.SLO{
@@ -36,9 +37,23 @@ func TestAccuracy(t *testing.T) {
 	WriteTable(&table, steps)
 	t.Log("\n" + table.String())
 
-	judged := 0
+	judged, formerAbove := 0, 0
 	for _, s := range steps {
 		for _, r := range s.SLOs {
+			if r.SLO != "interpolated" {
+				// Thresholds on bounds: exact marginals, so the token
+				// bounds from the output-length histogram must hold.
+				if !r.TokensBounded || !r.TokensInBand() {
+					t.Errorf("rate %g, %s: true good tokens %.1f/s outside the live token bounds %.1f..%.1f (bounded %v)",
+						s.Rate, r.SLO, r.TrueGoodput, r.LiveGoodput.Lower, r.LiveGoodput.Upper, r.TokensBounded)
+				}
+				// The former estimate (generation tokens times the
+				// request share) on the same data: count the windows where
+				// its lower bound is above the truth by more than 0.5 %.
+				if r.NaiveGoodput.Lower > 1.005*r.TrueGoodput {
+					formerAbove++
+				}
+			}
 			for _, o := range r.Objectives {
 				if !o.OnBound || !o.Known {
 					continue
@@ -60,6 +75,12 @@ func TestAccuracy(t *testing.T) {
 	if judged < 40 {
 		t.Errorf("only %d on-bound comparisons", judged)
 	}
+	// The check above has teeth: the former formula fails it near the
+	// knee, where failing requests are the long ones.
+	if formerAbove == 0 {
+		t.Error("the former token estimate never exceeded the truth: the sweep no longer shows the defect the bounds fix")
+	}
+	t.Logf("the former token estimate's lower bound was above the truth by over 0.5 %% in %d windows", formerAbove)
 
 	for k := range slos[:2] {
 		truth, _ := Knee(steps, k, "true")

@@ -40,6 +40,7 @@ var (
 		{"llm_request_time_per_output_token_seconds", "Mean time per output token, one observation per finished request.", kindHist, int(snapshot.TPOT)},
 		{"llm_e2e_request_latency_seconds", "End-to-end request latency.", kindHist, int(snapshot.E2E)},
 		{"llm_request_queue_time_seconds", "Time requests waited in the queue before being scheduled.", kindHist, int(snapshot.QueueTime)},
+		{"llm_request_generation_tokens", "Generation tokens of each finished request, one observation per request at finish.", kindHist, int(snapshot.OutputTokens)},
 	}
 )
 

@@ -25,6 +25,10 @@ var sglangTable = newTable(table{
 		hist(snapshot.ITL, "sglang:time_per_output_token_seconds", aggMax),
 		hist(snapshot.E2E, "sglang:e2e_request_latency_seconds", aggMax),
 		hist(snapshot.QueueTime, "sglang:queue_time_seconds", aggMax),
+		// Only with --collect-tokens-histogram: observed once per finished
+		// request, in the call that adds its tokens to
+		// generation_tokens_total (TokenizerMetricsCollector).
+		hist(snapshot.OutputTokens, "sglang:generation_tokens_histogram", aggMax),
 	},
 	post: sglangPrefixQueries,
 }, map[string][]string{"sglang:": {"sglang_"}})

@@ -33,5 +33,9 @@ var vllmTable = newTable(table{
 		hist(snapshot.E2E, "vllm:e2e_request_latency_seconds", aggSum),
 		hist(snapshot.QueueTime, "vllm:request_queue_time_seconds", aggSum),
 		hist(snapshot.QueueTime, "vllm:time_in_queue_requests", aggSum),
+		// One observation per finished request, whatever the reason, in the
+		// same loop that observes e2e (loggers.py); 1-2-5 buckets up to
+		// max_model_len.
+		hist(snapshot.OutputTokens, "vllm:request_generation_tokens", aggSum),
 	},
 }, nil)

@@ -18,7 +18,7 @@ import (
 // sloDescs are the descriptors of a target's SLO and goodput series.
 type sloDescs struct {
 	supported, requests, good, interpolated, aborted *prometheus.Desc
-	goodReq, goodTok                                 *prometheus.Desc
+	goodReq, goodTok, tokBounded                     *prometheus.Desc
 }
 
 func newSLODescs(cl prometheus.Labels) *sloDescs {
@@ -39,7 +39,9 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 		goodReq: prometheus.NewDesc("llm_goodput_requests_total",
 			"Requests that met every objective of the SLO at once, as Fréchet lower and upper bounds from the per-objective attainments of each interval.", bound, cl),
 		goodTok: prometheus.NewDesc("llm_goodput_tokens_total",
-			"Generation tokens of the requests that met every objective of the SLO: generation tokens of each interval times the joint attainment bound.", bound, cl),
+			"Generation tokens of the requests that met every objective of the SLO. Where the engine publishes the per-request output-length histogram (llm_request_generation_tokens) and every objective judges requests, true bounds, counted when the requests finish: the failing requests are given the longest (lower) and shortest (upper) outputs its buckets and sum allow. Otherwise (llm_goodput_tokens_bounded 0) an estimate: generation tokens of each interval times the joint attainment bound, which overstates the lower bound when failing requests are longer than passing ones.", bound, cl),
+		tokBounded: prometheus.NewDesc("llm_goodput_tokens_bounded",
+			"1 when llm_goodput_tokens_total is a true lower and upper bound for this SLO (the engine has the per-request output-length histogram and no objective is judged per token), 0 when it is an estimate.", []string{"engine", "model", "slo"}, cl),
 	}
 }
 
@@ -85,6 +87,11 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 			if j.TokensSupported {
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, e, ms.Model, ss.SLO, "lower")
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Upper, e, ms.Model, ss.SLO, "upper")
+				bounded := 0.0
+				if j.TokensBounded {
+					bounded = 1
+				}
+				cm(d.tokBounded, prometheus.GaugeValue, bounded, e, ms.Model, ss.SLO)
 			}
 		}
 	}

@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 var windowSeries = []string{
 	"llm_slo_supported", "llm_slo_requests_total", "llm_slo_good_requests_total",
 	"llm_slo_interpolated_requests_total", "llm_slo_aborted_requests_total",
-	"llm_goodput_requests_total", "llm_goodput_tokens_total",
+	"llm_goodput_requests_total", "llm_goodput_tokens_total", "llm_goodput_tokens_bounded",
 	"llm_slo_threshold_seconds", "llm_slo_target_ratio", "llm_engine_hourly_cost",
 }
 

@@ -90,6 +90,7 @@ type histTrack struct {
 	bounds []float64
 	cum    []float64
 	count  float64
+	sum    float64
 	low    int    // snapshots in a row below the baseline
 	churn  uint16 // one bit per snapshot that had the histogram: layout changed
 
@@ -98,6 +99,7 @@ type histTrack struct {
 	unstable bool // the layout keeps changing: left out of judging
 	dcum     []float64
 	dcount   float64
+	dsum     float64 // increase of the sum, never negative
 }
 
 func (t *histTrack) advance(h *snapshot.Histogram, md mode) event {
@@ -157,6 +159,7 @@ func (t *histTrack) advance(h *snapshot.Histogram, md mode) event {
 	}
 	t.cum = append(t.cum[:0], h.Cumulative...)
 	t.count = h.Count
+	t.sum = h.Sum
 	return ev
 }
 
@@ -166,7 +169,7 @@ func (t *histTrack) zero(h *snapshot.Histogram) {
 	for range h.Bounds {
 		t.dcum = append(t.dcum, 0)
 	}
-	t.dcount = 0
+	t.dcount, t.dsum = 0, 0
 	t.ok, t.skip = true, true
 }
 
@@ -201,6 +204,13 @@ func (t *histTrack) diff(h *snapshot.Histogram, sub bool) {
 		prev = c
 	}
 	t.dcount = total
+	t.dsum = h.Sum
+	if sub {
+		t.dsum -= t.sum
+	}
+	if !(t.dsum > 0) || total == 0 {
+		t.dsum = 0
+	}
 	t.ok = true
 }
 

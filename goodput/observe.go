@@ -19,7 +19,8 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j := &s.Joint
 	j.Supported = supported
 	j.RequestsSource = requestSource(m)
-	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK
+	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK || m.Hists[snapshot.OutputTokens] != nil
+	j.TokensBounded = m.Hists[snapshot.OutputTokens] != nil && s.perRequest()
 	j.Interval = JointInterval{}
 	// An objective that judged nothing this interval had nothing to fail,
 	// so it is left out of the bounds (the same as p = 1). With none
@@ -35,7 +36,14 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		in.Requests = tr.requests(j.RequestsSource)
 		in.Good.Requests = b.Scale(in.Requests)
 	}
-	if tr.tokens.ok {
+	out := &tr.hists[snapshot.OutputTokens]
+	if j.TokensBounded && out.ok {
+		in.Good.Tokens, in.TokensBounded = TokenBounds(out.bounds, out.dcum, out.dcount, out.dsum, b)
+		if in.TokensBounded {
+			in.Tokens = out.dsum
+		}
+	}
+	if !in.TokensBounded && tr.tokens.ok {
 		in.Tokens = tr.tokens.delta
 		in.Good.Tokens = b.Scale(in.Tokens)
 	}
@@ -80,4 +88,17 @@ func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 	}
 	o.Interval = c
 	o.Total.add(c)
+}
+
+// perRequest reports whether every objective judges requests: a share of
+// tokens (itl, or tpot judged per token) says nothing about which requests
+// failed, so token bounds cannot be drawn from it.
+func (s *SLOState) perRequest() bool {
+	for i := range s.Objectives {
+		r := &s.Objectives[i].Resolution
+		if r.Supported && s.Objectives[i].Objective.Kind != KindError && r.Hist == snapshot.ITL {
+			return false
+		}
+	}
+	return true
 }

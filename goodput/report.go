@@ -61,8 +61,14 @@ type ReportJoint struct {
 	Attainment     Bounds
 	RequestsSource string  // see Joint.RequestsSource
 	Requests       float64 // finished in the window
-	Tokens         float64 // generated in the window
-	HasTokens      bool
+	// Tokens are those of the requests that finished in the window when
+	// TokensBounded, else those generated in it.
+	Tokens    float64
+	HasTokens bool
+	// TokensBounded: the good tokens (and the cost per good token) are
+	// true bounds from the output-length histogram; otherwise an estimate
+	// (see Joint.TokensBounded).
+	TokensBounded bool
 	// Lower and Upper are the goodput at each attainment bound.
 	Lower, Upper GoodRates
 }
@@ -133,6 +139,7 @@ func reportRow(model string, s *SLOState, seconds float64, cost *Cost) ReportRow
 		Requests:       in.Requests,
 		Tokens:         in.Tokens,
 		HasTokens:      j.TokensSupported,
+		TokensBounded:  in.TokensBounded,
 	}
 	rates := func(reqs, toks float64) GoodRates {
 		g := GoodRates{RequestsPerSecond: reqs / seconds, TokensPerSecond: toks / seconds}

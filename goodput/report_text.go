@@ -41,10 +41,17 @@ func WriteReport(w io.Writer, r *Report) error {
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "MODEL\tSLO\tGOODPUT\tGOOD REQ/S\tGOOD TOK/S\t%s GOOD TOK\tREQUESTS\tREQUESTS FROM\n", cur)
+	estimated := false
 	for _, row := range r.Rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", row.Model, row.SLO, jointCells(row))
+		estimated = estimated || tokensEstimated(row.Joint)
 	}
 	tw.Flush()
+	if estimated {
+		b.WriteString("~ an estimate, not bounds: the engine publishes no per-request output-length histogram\n" +
+			"  (or an objective is judged per token), so good tokens are the window's generation tokens times\n" +
+			"  the joint attainment bounds; the lower one is too high when failing requests run longer than passing ones\n")
+	}
 	if len(r.Unmatched) > 0 {
 		fmt.Fprintf(&b, "\nmodels no SLO applies to: %s\n", strings.Join(r.Unmatched, ", "))
 	}
@@ -99,8 +106,12 @@ func jointCells(row ReportRow) string {
 		reqs, from = span(j.Lower.RequestsPerSecond, j.Upper.RequestsPerSecond, 2), j.RequestsSource
 	}
 	toks, cost := "-", "-"
+	mark := ""
+	if tokensEstimated(j) {
+		mark = "~"
+	}
 	if j.HasTokens {
-		toks = span(j.Lower.TokensPerSecond, j.Upper.TokensPerSecond, 1)
+		toks = mark + span(j.Lower.TokensPerSecond, j.Upper.TokensPerSecond, 1)
 	}
 	if j.Upper.HasCost {
 		// The cheapest cost is at the upper goodput.
@@ -108,7 +119,7 @@ func jointCells(row ReportRow) string {
 		if j.Lower.HasCost {
 			hi = num(j.Lower.CostPerMillionTokens, 2)
 		}
-		cost = num(j.Upper.CostPerMillionTokens, 2) + ".." + hi
+		cost = mark + num(j.Upper.CostPerMillionTokens, 2) + ".." + hi
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", span(j.Attainment.Lower, j.Attainment.Upper, 4),
 		reqs, toks, cost, num(j.Requests, 0), from)
@@ -125,3 +136,8 @@ func threshold(o Objective) string {
 func num(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 
 func span(lo, hi float64, prec int) string { return num(lo, prec) + ".." + num(hi, prec) }
+
+// tokensEstimated: a window with good tokens that are not bounds.
+func tokensEstimated(j ReportJoint) bool {
+	return j.Supported && j.Computed && j.HasTokens && !j.TokensBounded
+}

@@ -64,10 +64,16 @@ type JointInterval struct {
 	// (JointBounds over the objectives that judged something).
 	Attainment Bounds
 	// Requests finished in the interval (see Joint.RequestsSource) and
-	// generation tokens produced in it.
+	// their generation tokens: with TokensBounded, the tokens of the
+	// requests that finished in the interval (the output-length
+	// histogram's sum); without, the tokens generated in the interval.
 	Requests, Tokens float64
-	// Good is Requests and Tokens times Attainment.
+	// Good is Requests times Attainment, and the good requests' tokens:
+	// bounds from the output-length histogram when TokensBounded (see
+	// TokenBounds), else the estimate Tokens times Attainment.
 	Good GoodCounts
+	// TokensBounded says Good.Tokens are true bounds for this interval.
+	TokensBounded bool
 }
 
 // Joint is the goodput of one SLO on one model: the requests that meet
@@ -80,9 +86,17 @@ type Joint struct {
 	// are taken from (RequestsFrom*); empty when the model has none, and
 	// then Total.Requests stays zero and must not be exported.
 	RequestsSource string
-	// TokensSupported is false when the model has no generation token
-	// counter; Total.Tokens then stays zero and must not be exported.
+	// TokensSupported is false when the model has neither a generation
+	// token counter nor an output-length histogram; Total.Tokens then
+	// stays zero and must not be exported.
 	TokensSupported bool
+	// TokensBounded is set when goodput tokens are true bounds: the model
+	// has the per-request output-length histogram and every objective of
+	// the SLO judges requests (none is per token). Otherwise they are an
+	// estimate: the interval's generation tokens times the attainment
+	// bounds, which puts the lower bound too high when failing requests
+	// are longer than passing ones. As of the latest snapshot.
+	TokensBounded bool
 	// Total is cumulative since the tracker started; it never decreases.
 	Total GoodCounts
 	// Interval is the last interval's outcome, for a live view.

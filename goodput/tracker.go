@@ -245,11 +245,12 @@ func (t *Tracker) advance(tr *modelTrack, m *snapshot.Model, md mode) {
 // histNames name the contract histograms where the engine's family is not
 // known.
 var histNames = [snapshot.NumHists]string{
-	snapshot.TTFT:      "time_to_first_token",
-	snapshot.ITL:       "inter_token_latency",
-	snapshot.TPOT:      "request_time_per_output_token",
-	snapshot.E2E:       "e2e_request_latency",
-	snapshot.QueueTime: "request_queue_time",
+	snapshot.TTFT:         "time_to_first_token",
+	snapshot.ITL:          "inter_token_latency",
+	snapshot.TPOT:         "request_time_per_output_token",
+	snapshot.E2E:          "e2e_request_latency",
+	snapshot.QueueTime:    "request_queue_time",
+	snapshot.OutputTokens: "request_generation_tokens",
 }
 
 func histName(m *snapshot.Model, h snapshot.Hist) string {

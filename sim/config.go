@@ -70,6 +70,10 @@ type EngineSpec struct {
 	GPUMemoryUtilization float64
 	// EngineIndex is the engine label value (data-parallel rank).
 	EngineIndex string
+	// TokenHistograms is SGLang's --collect-tokens-histogram: its format
+	// then also exposes the per-request prompt and generation token
+	// histograms (off by default, as in SGLang). vLLM always has them.
+	TokenHistograms bool
 }
 
 // TruthOptions bounds and exports the ground-truth records.

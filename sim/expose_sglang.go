@@ -61,6 +61,10 @@ func (e *Engine) sglangText() string {
 	hist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", e.h.sgITL)
 	hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", e.h.sgE2E)
 	hist("sglang:num_retractions", "Histogram of retraction counts per request.", e.h.sgRetractions)
+	if e.cfg.Engine.TokenHistograms {
+		hist("sglang:prompt_tokens_histogram", "Histogram of prompt token length.", e.h.sgPromptToks)
+		hist("sglang:generation_tokens_histogram", "Histogram of generation token length.", e.h.sgGenToks)
+	}
 	return x.b.String()
 }
 

@@ -46,6 +46,8 @@ func (e *Engine) observeFinished(rec *Record) {
 	h.tpot.observe(secs(rec.TPOT()))
 	h.promptToks.observe(float64(rec.PromptTokens))
 	h.genToks.observe(float64(rec.OutputTokens))
+	h.sgPromptToks.observe(float64(rec.PromptTokens))
+	h.sgGenToks.observe(float64(rec.OutputTokens))
 	h.maxGen.observe(float64(rec.MaxTokens))
 	h.paramsMax.observe(float64(rec.MaxTokens))
 	h.paramsN.observe(1)

@@ -74,6 +74,7 @@ type hists struct {
 	kvComputed, numPreempt, iterTokens                      *hist
 
 	sgTTFT, sgITL, sgE2E, sgQueue, sgRetractions *hist
+	sgPromptToks, sgGenToks                      *hist
 }
 
 func newHists(maxModelLen int) hists {
@@ -88,6 +89,7 @@ func newHists(maxModelLen int) hists {
 
 		sgTTFT: newHist(sglangTTFTBuckets), sgITL: newHist(sglangITLBuckets), sgE2E: newHist(sglangE2EBuckets),
 		sgQueue: newHist(sglangQueueBuckets), sgRetractions: newHist(sglangRetractions),
+		sgPromptToks: newHist(sglangTokenBuckets), sgGenToks: newHist(sglangTokenBuckets),
 	}
 }
 

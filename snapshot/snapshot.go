@@ -47,7 +47,8 @@ const (
 	NumCounters
 )
 
-// Hist indexes the latency histograms of the contract.
+// Hist indexes the histograms of the contract: the latency histograms
+// and the per-request output length.
 type Hist int
 
 // Histograms of the contract.
@@ -57,6 +58,13 @@ const (
 	TPOT                  // llm_request_time_per_output_token_seconds (one observation per request)
 	E2E                   // llm_e2e_request_latency_seconds
 	QueueTime             // llm_request_queue_time_seconds
+	// OutputTokens is llm_request_generation_tokens: the generation tokens
+	// of each finished request, one observation per request at finish
+	// (vLLM's request_generation_tokens, SGLang's
+	// generation_tokens_histogram). Its buckets bound the length of the
+	// requests that failed an SLO, which is what makes goodput token
+	// bounds true bounds.
+	OutputTokens
 	NumHists
 )
 

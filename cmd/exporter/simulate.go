@@ -30,6 +30,7 @@ type simulateCmd struct {
 	SweepRates    string        `name:"sweep.rates" default:"2:30:2" help:"Rates to sweep: FROM:TO:STEP or a comma-separated list."`
 	SweepWarmup   time.Duration `name:"sweep.warmup" default:"180s" help:"Simulated warm-up before each step's window."`
 	SweepStep     time.Duration `name:"sweep.step" default:"300s" help:"Simulated length of each step's window."`
+	SweepInterval time.Duration `name:"sweep.interval" default:"5s" help:"Scrape cadence inside each window; the intervals are added up as the daemon does."`
 	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"SLOs to judge in the sweep (default: built-in chat SLOs)."`
 }
 
@@ -44,6 +45,9 @@ func (c *simulateCmd) Validate() error {
 		if _, err := loadScenario(c.Scenario); err != nil {
 			return fmt.Errorf("--scenario: %w", err)
 		}
+	}
+	if c.SweepInterval <= 0 || c.SweepInterval > c.SweepStep {
+		return errors.New("--sweep.interval must be positive and at most --sweep.step")
 	}
 	_, err := parseRates(c.SweepRates)
 	return err
@@ -113,8 +117,8 @@ func (c *simulateCmd) sweep(e *env) error {
 	}
 	base := sim.DefaultConfig()
 	base.Seed = c.Seed
-	fmt.Fprintf(e.stdout, "sweep: %d rates, %v warm-up and a %v window each (simulated), seed %d\n\n", len(rates), c.SweepWarmup, c.SweepStep, c.Seed)
-	steps, err := accuracy.Run(e.ctx, accuracy.Options{Base: base, Rates: rates, Warmup: c.SweepWarmup, Step: c.SweepStep, SLOs: slos})
+	fmt.Fprintf(e.stdout, "sweep: %d rates, %v warm-up and a %v window each scraped every %v (simulated), seed %d\n\n", len(rates), c.SweepWarmup, c.SweepStep, c.SweepInterval, c.Seed)
+	steps, err := accuracy.Run(e.ctx, accuracy.Options{Base: base, Rates: rates, Warmup: c.SweepWarmup, Step: c.SweepStep, Interval: c.SweepInterval, SLOs: slos})
 	if err != nil {
 		return err
 	}

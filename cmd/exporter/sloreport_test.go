@@ -52,7 +52,7 @@ func TestSLOReportMatchesLiveSeries(t *testing.T) {
 	if checked != 12 {
 		t.Errorf("checked %d values", checked)
 	}
-	for _, want := range []string{"window 1m0s, cost 5.00 EUR/h", "chat   0.7904..0.8913  3.03..3.42  861.7..971.7  1.43..1.61"} {
+	for _, want := range []string{"window 1m0s, cost 5.00 EUR/h", "chat   0.7904..0.8913  3.03..3.42  312.3..1085.7  1.28..4.45"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
