@@ -84,7 +84,13 @@ func TestScrapeFailures(t *testing.T) {
 			if u == "" {
 				u = srv.URL + c.path
 			}
-			sc := newTestScraper(t, u, c.engine, 300*time.Millisecond, 1<<20)
+			// A short timeout where the timeout is the point; elsewhere one
+			// that a loaded machine cannot hit before the real reason.
+			timeout := 10 * time.Second
+			if c.reason == ReasonTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			sc := newTestScraper(t, u, c.engine, timeout, 1<<20)
 			start := time.Now()
 			_, _, err := sc.Scrape(context.Background())
 			wantReason(t, err, c.reason)
