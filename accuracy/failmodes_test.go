@@ -1,0 +1,98 @@
+package accuracy
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/sim"
+)
+
+var updateDocs = flag.Bool("update", false, "rewrite the failure-mode section of docs/accuracy.md from this run")
+
+const (
+	docPath    = "../docs/accuracy.md"
+	beginMark  = "<!-- failure-modes:begin (go test ./accuracy -run TestFailModeMatrix -update) -->"
+	endMark    = "<!-- failure-modes:end -->"
+	matrixHead = "\nWritten by `go test ./accuracy -run TestFailModeMatrix -update`.\n"
+)
+
+// TestFailModeMatrix drives the simulator on its virtual clock through
+// the daemon's collection and classification path (the engine's own
+// exposition, the real adapters, the dcgm-exporter backend, the
+// Diagnoser) for every case of FailModeCases, three seeds, every format.
+func TestFailModeMatrix(t *testing.T) {
+	m, err := RunMatrix(sim.Formats, FailModeCases(), DefaultFailModeOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range m.Failures() {
+		t.Errorf("%s / %s / seed %d: named=%v after %s (supported %v), others %v\n  %s",
+			o.Format, o.Case.Name, o.Seed, o.NamedOK, o.Named, o.Supported, o.Others, strings.Join(o.Trace, "\n  "))
+	}
+	// Where the support matrix lacks a mode, it must be unsupported:
+	// llama.cpp has no preemption counter, no KV gauge in its current
+	// builds, no prefix-cache counters and no latency histograms.
+	for _, o := range m.Outcomes {
+		if o.Format != sim.FormatLlamaCPP || o.Case.Expect == nil {
+			continue
+		}
+		switch o.Case.Expect.String() {
+		case "kv_preemption", "prefill_interference", "kv_monopoly", "prefix_cache_collapse", "decode_saturation":
+			if o.Supported {
+				t.Errorf("llamacpp %s: supported, want unsupported", o.Case.Name)
+			}
+		default:
+			if !o.Supported {
+				t.Errorf("llamacpp %s: unsupported, want supported", o.Case.Name)
+			}
+		}
+	}
+	if *updateDocs {
+		var b bytes.Buffer
+		b.WriteString(matrixHead)
+		if err := m.WriteMarkdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		writeSection(t, b.String())
+	}
+}
+
+// TestFailModeNoGPU: without GPU series gpu_throttling is unsupported,
+// never guessed, and the lever raises nothing else it cannot explain.
+func TestFailModeNoGPU(t *testing.T) {
+	o := DefaultFailModeOptions(sim.FormatVLLM)
+	o.GPU = false
+	o.Seeds = []uint64{1}
+	for _, c := range FailModeCases() {
+		if c.Lever != sim.GPUThrottling {
+			continue
+		}
+		out, err := RunFailMode(c, 1, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Supported || out.NamedOK {
+			t.Errorf("gpu_throttling without GPU series: supported %v named %v, want unsupported", out.Supported, out.NamedOK)
+		}
+	}
+}
+
+func writeSection(t *testing.T, body string) {
+	t.Helper()
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q section", docPath, beginMark, endMark)
+	}
+	s = s[:i+len(beginMark)] + "\n" + body + "\n" + s[j:]
+	if err := os.WriteFile(docPath, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
