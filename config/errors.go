@@ -59,6 +59,9 @@ func fromYAML(err error) Errors {
 // unknownObjective matches yaml's unknown-field error inside objectives.
 var unknownObjective = regexp.MustCompile(`^field (\S+) not found in type config\.Objectives$`)
 
+// unknownThreshold matches yaml's unknown-field error inside diagnosis.thresholds.
+var unknownThreshold = regexp.MustCompile(`^field (\S+) not found in type config\.DiagnosisThresholds$`)
+
 func lineError(msg string) *Error {
 	e := &Error{Msg: msg}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -67,6 +70,9 @@ func lineError(msg string) *Error {
 	}
 	if m := unknownObjective.FindStringSubmatch(e.Msg); m != nil {
 		e.Msg = fmt.Sprintf("unknown objective %q (use ttft, tpot, itl, e2e, queue or error)", m[1])
+	}
+	if m := unknownThreshold.FindStringSubmatch(e.Msg); m != nil {
+		e.Msg = fmt.Sprintf("unknown diagnosis threshold %q (the README's failure-mode section lists them)", m[1])
 	}
 	return e
 }

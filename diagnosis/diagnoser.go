@@ -210,9 +210,10 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 		st := ModeState{Supported: len(sup[m]) == 0, Missing: sup[m], Matching: eff[m], Evidence: why[m],
 			Masked: masked[m], MaskedBy: maskedBy[m], Since: d.run[m].since}
 		st.Raised = d.run[m].raised
-		// A raised mode stays hidden while one that explains it is raised.
+		// A raised mode is hidden while one that explains it is raised
+		// or matches.
 		for k := range NumModes {
-			if k != m && st.Raised && d.run[k].raised && masks(k, m) {
+			if k != m && st.Raised && (d.run[k].raised || eff[k]) && masks(k, m) {
 				st.Raised, st.Masked, st.MaskedBy = false, true, k
 				break
 			}
