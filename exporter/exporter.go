@@ -167,6 +167,10 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	for t, old := range heirs {
 		t.adopt(old, slos)
 	}
+	ds := cfg.DiagnosisSettings()
+	for _, t := range next {
+		t.setDiagnosis(ds, slos)
+	}
 	e.cfg, e.targets = cfg, next
 	for _, t := range fresh {
 		t.start(e.ctx, e.opts.Interval, e.opts.NoJitter)

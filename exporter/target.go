@@ -13,6 +13,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -30,12 +31,14 @@ type target struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu      sync.Mutex // guards state, tracker, slos, notes and gpu
+	mu      sync.Mutex // guards state, tracker, slos, notes, gpu and diag
 	state   targetState
 	gpu     gpuUsage
 	tracker *goodput.Tracker
 	slos    []goodput.SLO
 	notes   sloNotes
+	diag    *diagnosis.Diagnoser // see diagnosis.go
+	diagD   *diagDescs
 }
 
 // targetState is what the renderer and the landing page read.
@@ -77,6 +80,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		descs:   collector.NewDescs(tc.Name, tc.Labels),
 		sloD:    newSLODescs(cl),
 		costD:   newCostDesc(cl),
+		diagD:   newDiagDescs(cl),
 		scraper: sc,
 		logger:  e.logger.With("target", tc.Name),
 		ex:      e,
@@ -106,11 +110,14 @@ func constLabels(tc config.Target) prometheus.Labels {
 // snapshot and the once-only log marks.
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
-	tracker, state, notes := old.tracker, old.state, old.notes
+	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
+	if diag != nil {
+		t.diag = diag
+	}
 	t.state.engine = t.scraper.Engine()
 	t.tracker.Reconfigure(slos)
 	t.slos = slos
@@ -201,6 +208,7 @@ func (t *target) scrape(ctx context.Context) {
 	st.lastReason = reason
 	if err != nil {
 		st.lastErr = err.Error()
+		t.diagnose(start, nil)
 	} else {
 		st.snap = snap
 		st.familyErrs, st.familyKeys = errorStrings(snap.Errors), errorKeys(snap.Errors)
@@ -208,6 +216,7 @@ func (t *target) scrape(ctx context.Context) {
 			t.logger.Error("goodput update", "err", err)
 		}
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
+		t.diagnose(start, snap)
 	}
 	cur := t.state
 	t.mu.Unlock()
