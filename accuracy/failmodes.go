@@ -56,7 +56,8 @@ func FailModeCases() []Case {
 
 // FailModeOptions describe one run of the matrix.
 type FailModeOptions struct {
-	Format   sim.Format
+	// Formats the engine is read in, each by its own adapter.
+	Formats  []sim.Format
 	Seeds    []uint64
 	Settings diagnosis.Settings
 	// Interval is the scrape interval on the virtual clock.
@@ -72,11 +73,11 @@ type FailModeOptions struct {
 }
 
 // DefaultFailModeOptions: 5 s scrapes, the default diagnosis settings,
-// 5 minutes healthy, 4 minutes of lever.
-func DefaultFailModeOptions(f sim.Format) FailModeOptions {
+// 3 minutes healthy, 3 minutes of lever.
+func DefaultFailModeOptions() FailModeOptions {
 	return FailModeOptions{
-		Format: f, Seeds: []uint64{1, 2, 3}, Settings: diagnosis.DefaultSettings(),
-		Interval: 5 * time.Second, Onset: 5 * time.Minute, Duration: 4 * time.Minute, GPU: true,
+		Formats: sim.Formats, Seeds: []uint64{1, 2, 3}, Settings: diagnosis.DefaultSettings(),
+		Interval: 5 * time.Second, Onset: 3 * time.Minute, Duration: 3 * time.Minute, GPU: true,
 		SLOs: []goodput.SLO{ChatSLO()},
 	}
 }
@@ -125,8 +126,10 @@ func (o Outcome) Pass(window time.Duration) bool {
 	return len(o.Others) == 0 && o.NamedOK && o.Named <= 2*window
 }
 
-// RunFailMode runs one case for one seed.
-func RunFailMode(c Case, seed uint64, o FailModeOptions) (Outcome, error) {
+// RunFailMode runs one case for one seed: one simulated engine, read in
+// every format of o.Formats by its own parser and classifier each cycle
+// (the formats see the same traffic), one outcome per format.
+func RunFailMode(c Case, seed uint64, o FailModeOptions) ([]Outcome, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Seed = seed
 	cfg.Truth.Horizon = time.Minute
@@ -146,68 +149,85 @@ func RunFailMode(c Case, seed uint64, o FailModeOptions) (Outcome, error) {
 	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy, Duration: o.Onset}, {Lever: c.Lever}}}
 	e, err := sim.New(cfg)
 	if err != nil {
-		return Outcome{}, err
-	}
-	engine := map[sim.Format]snapshot.Engine{sim.FormatVLLM: snapshot.VLLM, sim.FormatSGLang: snapshot.SGLang, sim.FormatLlamaCPP: snapshot.LlamaCPP}[o.Format]
-	parser, err := collector.NewParser(engine, collector.ParseOptions{ModelLimit: 100, DefaultModel: "sim"})
-	if err != nil {
-		return Outcome{}, err
+		return nil, err
 	}
 	var backend *gpu.DCGMExporter
 	if o.GPU {
 		backend, err = gpu.NewDCGMExporter(gpu.DCGMExporterOptions{URL: "http://sim-gpu/metrics", Client: &http.Client{Transport: simGPU{e}}})
 		if err != nil {
-			return Outcome{}, err
+			return nil, err
 		}
 	}
-	d := diagnosis.New(o.Settings)
-	d.SetObjectives(diagnosis.ObjectivesFor("sim", o.SLOs, o.Settings.Thresholds))
-	out := Outcome{Case: c, Seed: seed, Format: o.Format, Others: map[diagnosis.Mode]time.Duration{}}
+	type reader struct {
+		format        sim.Format
+		parser        *collector.Parser
+		diag          *diagnosis.Diagnoser
+		out           Outcome
+		supportedSeen bool
+	}
+	var readers []*reader
+	for _, f := range o.Formats {
+		engine := map[sim.Format]snapshot.Engine{sim.FormatVLLM: snapshot.VLLM, sim.FormatSGLang: snapshot.SGLang, sim.FormatLlamaCPP: snapshot.LlamaCPP}[f]
+		parser, err := collector.NewParser(engine, collector.ParseOptions{ModelLimit: 100, DefaultModel: "sim"})
+		if err != nil {
+			return nil, err
+		}
+		d := diagnosis.New(o.Settings)
+		d.SetObjectives(diagnosis.ObjectivesFor("sim", o.SLOs, o.Settings.Thresholds))
+		readers = append(readers, &reader{format: f, parser: parser, diag: d,
+			out: Outcome{Case: c, Seed: seed, Format: f, Others: map[diagnosis.Mode]time.Duration{}}})
+	}
 	start := time.Unix(int64(cfg.StartUnix), 0)
 	end := o.Onset + o.Duration
-	supportedSeen := false
 	var buf bytes.Buffer
 	for at := o.Interval; at <= end; at += o.Interval {
 		e.AdvanceTo(at)
-		buf.Reset()
-		if err := e.WriteMetrics(&buf, o.Format); err != nil {
-			return Outcome{}, err
-		}
 		now := start.Add(at)
-		snap, err := parser.Parse(buf.Bytes(), "", now)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("the adapter rejected the simulator's exposition: %w", err)
-		}
-		snap.Target = "sim"
 		var devs []gpu.Device
 		if backend != nil {
 			if devs, err = backend.Collect(context.Background()); err != nil {
-				return Outcome{}, err
+				return nil, err
 			}
 		}
-		v := d.Observe(now, snap, devs, backend != nil)
-		if c.Expect != nil && v.Ready && v.Modes[*c.Expect].Supported {
-			supportedSeen = true
-		}
-		if (at-onset)%time.Minute == 0 && v.Ready {
-			out.Trace = append(out.Trace, traceLine(at, &v))
-		}
-		for _, m := range v.Raised() {
-			rel := at - onset
-			if c.Expect != nil && m == *c.Expect {
-				if !out.NamedOK {
-					out.Named, out.NamedOK = rel, true
+		for _, r := range readers {
+			buf.Reset()
+			if err := e.WriteMetrics(&buf, r.format); err != nil {
+				return nil, err
+			}
+			snap, err := r.parser.Parse(buf.Bytes(), "", now)
+			if err != nil {
+				return nil, fmt.Errorf("the %s adapter rejected the simulator's exposition: %w", r.format, err)
+			}
+			snap.Target = "sim"
+			v := r.diag.Observe(now, snap, devs, backend != nil)
+			out := &r.out
+			if c.Expect != nil && v.Ready && v.Modes[*c.Expect].Supported {
+				r.supportedSeen = true
+			}
+			if (at-onset)%time.Minute == 0 && v.Ready {
+				out.Trace = append(out.Trace, traceLine(at, &v))
+			}
+			for _, m := range v.Raised() {
+				rel := at - onset
+				if c.Expect != nil && m == *c.Expect {
+					if !out.NamedOK {
+						out.Named, out.NamedOK = rel, true
+					}
+					continue
 				}
-				continue
-			}
-			if _, seen := out.Others[m]; !seen {
-				out.Others[m] = rel
-				out.Trace = append(out.Trace, fmt.Sprintf("%v: %s raised: %s", at, m, v.Modes[m].Evidence))
+				if _, seen := out.Others[m]; !seen {
+					out.Others[m] = rel
+					out.Trace = append(out.Trace, fmt.Sprintf("%v: %s raised: %s", at, m, v.Modes[m].Evidence))
+				}
 			}
 		}
 	}
-	out.Supported = c.Expect == nil || supportedSeen
-	return out, nil
+	outs := make([]Outcome, len(readers))
+	for i, r := range readers {
+		r.out.Supported = c.Expect == nil || r.supportedSeen
+		outs[i] = r.out
+	}
+	return outs, nil
 }
 
 func traceLine(at time.Duration, v *diagnosis.Verdict) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
@@ -24,7 +25,14 @@ const (
 // exposition, the real adapters, the dcgm-exporter backend, the
 // Diagnoser) for every case of FailModeCases, three seeds, every format.
 func TestFailModeMatrix(t *testing.T) {
-	m, err := RunMatrix(sim.Formats, FailModeCases(), DefaultFailModeOptions)
+	o := DefaultFailModeOptions()
+	if raceEnabled && !*updateDocs {
+		// Under the race detector (CI) the simulator runs about ten
+		// times slower: one seed per case keeps the matrix at about a
+		// minute; the three seeds run without -race and for the doc.
+		o.Seeds = o.Seeds[:1]
+	}
+	m, err := RunMatrix(FailModeCases(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +71,19 @@ func TestFailModeMatrix(t *testing.T) {
 // TestFailModeNoGPU: without GPU series gpu_throttling is unsupported,
 // never guessed, and the lever raises nothing else it cannot explain.
 func TestFailModeNoGPU(t *testing.T) {
-	o := DefaultFailModeOptions(sim.FormatVLLM)
+	o := DefaultFailModeOptions()
 	o.GPU = false
-	o.Seeds = []uint64{1}
+	o.Formats = []sim.Format{sim.FormatVLLM}
+	o.Onset, o.Duration = 2*time.Minute, 2*time.Minute
 	for _, c := range FailModeCases() {
 		if c.Lever != sim.GPUThrottling {
 			continue
 		}
-		out, err := RunFailMode(c, 1, o)
+		outs, err := RunFailMode(c, 1, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.Supported || out.NamedOK {
+		if out := outs[0]; out.Supported || out.NamedOK {
 			t.Errorf("gpu_throttling without GPU series: supported %v named %v, want unsupported", out.Supported, out.NamedOK)
 		}
 	}

@@ -14,26 +14,21 @@ import (
 // Matrix is the confusion matrix of the failure-mode classifier: every
 // case, seed and format.
 type Matrix struct {
-	Options  map[sim.Format]FailModeOptions
-	Formats  []sim.Format
+	Options  FailModeOptions
 	Cases    []Case
 	Outcomes []Outcome
 }
 
-// RunMatrix runs every case for every seed of every format.
-func RunMatrix(formats []sim.Format, cases []Case, opts func(sim.Format) FailModeOptions) (*Matrix, error) {
-	m := &Matrix{Options: map[sim.Format]FailModeOptions{}, Formats: formats, Cases: cases}
-	for _, f := range formats {
-		o := opts(f)
-		m.Options[f] = o
-		for _, c := range cases {
-			for _, seed := range o.Seeds {
-				out, err := RunFailMode(c, seed, o)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s seed %d: %w", f, c.Name, seed, err)
-				}
-				m.Outcomes = append(m.Outcomes, out)
+// RunMatrix runs every case for every seed, read in every format.
+func RunMatrix(cases []Case, o FailModeOptions) (*Matrix, error) {
+	m := &Matrix{Options: o, Cases: cases}
+	for _, c := range cases {
+		for _, seed := range o.Seeds {
+			outs, err := RunFailMode(c, seed, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s seed %d: %w", c.Name, seed, err)
 			}
+			m.Outcomes = append(m.Outcomes, outs...)
 		}
 	}
 	return m, nil
@@ -43,7 +38,7 @@ func RunMatrix(formats []sim.Format, cases []Case, opts func(sim.Format) FailMod
 func (m *Matrix) Failures() []Outcome {
 	var out []Outcome
 	for _, o := range m.Outcomes {
-		if !o.Pass(m.Options[o.Format].Settings.Window) {
+		if !o.Pass(m.Options.Settings.Window) {
 			out = append(out, o)
 		}
 	}
@@ -55,8 +50,8 @@ func (m *Matrix) Failures() []Outcome {
 // raised, and the detection latency from onset (min..max over seeds).
 func (m *Matrix) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	for _, f := range m.Formats {
-		o := m.Options[f]
+	o := m.Options
+	for _, f := range o.Formats {
 		fmt.Fprintf(&b, "\n### %s format\n\n", f)
 		fmt.Fprintf(&b, "Seeds %v; window %s, baseline %s, enter %d, leave %d; scrapes every %s; lever at %s after a healthy start, held %s; GPU read through the dcgm-exporter backend: %v.\n\n",
 			o.Seeds, o.Settings.Window, o.Settings.Baseline, o.Settings.Enter, o.Settings.Leave, o.Interval, o.Onset, o.Duration, o.GPU)
