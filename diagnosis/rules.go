@@ -112,8 +112,8 @@ func gpuThrottling(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, 
 	reasons := w.GPUThrottledShare.OK && w.GPUThrottledShare.V >= th.ThrottleShare
 	busy := w.Running.OK && w.Running.V >= 1
 	slow := w.GPUClockRatio.OK && w.GPUClockRatio.V < th.ClockRatio && busy
-	return reasons || slow, fmt.Sprintf("slowdown reasons in %.0f%% of readings (>= %.0f%%); SM clock %.2f of max (< %.2f with %.1f running)",
-		100*w.GPUThrottledShare.V, 100*th.ThrottleShare, w.GPUClockRatio.V, th.ClockRatio, w.Running.V)
+	return reasons || slow, fmt.Sprintf("slowdown reasons in %s of readings (>= %.0f%%); SM clock %s of max (< %.2f with %.1f running)",
+		show(w.GPUThrottledShare, "%.0f%%", 100), 100*th.ThrottleShare, show(w.GPUClockRatio, "%.2f", 1), th.ClockRatio, w.Running.V)
 }
 
 // engine_stall: the target is down, or requests sit in it and no token
@@ -126,6 +126,14 @@ func engineStall(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, st
 	failing := w.ErrorRatio.OK && fin >= th.MinFinished && w.ErrorRatio.V >= th.ErrorRatio
 	return down || silent || failing, fmt.Sprintf("up in %.0f%% of scrapes (down >= %.0f%%); %.1f in flight, %.1f generated tok/s; %.1f%% of %.0f finished in error (>= %.0f%%)",
 		100*w.UpShare.V, 100*th.DownShare, inflight, w.GenerationTokensPerSecond.V, 100*w.ErrorRatio.V, fin, 100*th.ErrorRatio)
+}
+
+// show formats a signal scaled by k, or says it is not measured.
+func show(v Value, format string, k float64) string {
+	if !v.OK {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, k*v.V)
 }
 
 func kvPerRunning(s *Signals) Value {

@@ -173,3 +173,15 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// Verdict is the latest failure-mode judgement of the named target, for
+// a live view; false when the target is unknown or not yet judged.
+func (e *Exporter) Verdict(target string) (diagnosis.Verdict, bool) {
+	e.mu.Lock()
+	t := e.targets[target]
+	e.mu.Unlock()
+	if t == nil {
+		return diagnosis.Verdict{}, false
+	}
+	return t.verdict()
+}
