@@ -62,6 +62,9 @@ type Diagnoser struct {
 		since       time.Time
 	}
 	verdict Verdict
+	// bounds interns histogram layouts: every scrape parses its own copy,
+	// and the samples of the baseline would otherwise each keep one.
+	bounds [snapshot.NumHists][]float64
 }
 
 // New returns a Diagnoser; invalid settings are replaced by the defaults
@@ -105,6 +108,15 @@ func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.D
 	} else {
 		s = newSample(now, d.prev, snap, gpus)
 		d.prev = snap
+		for h, hd := range s.hists {
+			if hd == nil {
+				continue
+			}
+			if !sameBounds(d.bounds[h], hd.bounds) {
+				d.bounds[h] = append([]float64(nil), hd.bounds...)
+			}
+			hd.bounds = d.bounds[h]
+		}
 	}
 	if !gpuKnown {
 		s.gpu = gpuSample{}

@@ -361,3 +361,64 @@ func TestQuantileByHand(t *testing.T) {
 		t.Errorf("attainment %v, want 0.7", got.V)
 	}
 }
+
+// Hostile snapshots: NaN and infinite values, negative gauges, counters
+// that go down without a restart, a histogram whose layout changes or
+// whose counts exceed its total, the clock standing still or going back,
+// no models at all. Nothing panics, no signal is NaN, no rate negative.
+func TestHostileSnapshots(t *testing.T) {
+	d, e := New(settings()), newEngine()
+	run(d, e, 0, 20, func(int) { e.healthy() })
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 5 * time.Second) }
+	hostile := []func(s *snapshot.Snapshot){
+		func(s *snapshot.Snapshot) { s.Models[0].Gauges[snapshot.KVCacheUsage].V = math.NaN() },
+		func(s *snapshot.Snapshot) { s.Models[0].Gauges[snapshot.Waiting].V = -5 },
+		func(s *snapshot.Snapshot) { s.Models[0].Counters[snapshot.GenerationTokens].V = math.Inf(1) },
+		func(s *snapshot.Snapshot) { s.Models[0].Counters[snapshot.PromptTokens].V = 1 }, // down, no restart flag
+		func(s *snapshot.Snapshot) {
+			s.Models[0].Hists[snapshot.ITL] = &snapshot.Histogram{Bounds: []float64{1, 2}, Cumulative: []float64{5, 3}, Count: 2}
+		},
+		func(s *snapshot.Snapshot) {
+			s.Models[0].Hists[snapshot.TTFT] = &snapshot.Histogram{Bounds: []float64{0.5}, Cumulative: []float64{1, 2}, Count: 2}
+		},
+		func(s *snapshot.Snapshot) { s.Models[0].Finished["error"] = math.NaN() },
+		func(s *snapshot.Snapshot) { s.Models = nil },
+	}
+	i := 20
+	for k, spoil := range hostile {
+		e.healthy()
+		s := e.snap(at(i))
+		spoil(s)
+		v := d.Observe(at(i), s, nil, false)
+		i++
+		checkSane(t, k, v)
+		// The clock standing still, then going back a cycle.
+		e.healthy()
+		checkSane(t, k, d.Observe(at(i-1), e.snap(at(i-1)), nil, false))
+		checkSane(t, k, d.Observe(at(i-2), e.snap(at(i-2)), nil, false))
+	}
+	// Back to healthy traffic: after a window nothing is raised.
+	vs := run(d, e, i+1, 40, func(int) { e.healthy() })
+	if r := vs[len(vs)-1].Raised(); len(r) > 0 {
+		t.Errorf("raised %v a window after the hostile input", r)
+	}
+}
+
+func checkSane(t *testing.T, k int, v Verdict) {
+	t.Helper()
+	for _, s := range []Signals{v.Window, v.Baseline} {
+		for name, x := range map[string]Value{
+			"waiting": s.Waiting, "slope": s.WaitingSlope, "running": s.Running, "kv": s.KVUsage,
+			"preempt/s": s.PreemptionsPerSecond, "prompt/s": s.PromptTokensPerSecond, "prompt/req": s.PromptTokensPerRequest,
+			"hit": s.PrefixHitRatio, "gen/s": s.GenerationTokensPerSecond, "err": s.ErrorRatio, "decode mean": s.DecodeMean,
+			"ttft tail": s.TTFTTail, "ttft attainment": s.TTFTAttainment,
+		} {
+			if x.OK && (math.IsNaN(x.V) || math.IsInf(x.V, 0)) {
+				t.Errorf("hostile input %d: %s = %v", k, name, x.V)
+			}
+			if x.OK && x.V < 0 && name != "slope" {
+				t.Errorf("hostile input %d: %s = %v, negative", k, name, x.V)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"math"
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
@@ -81,6 +82,22 @@ func gpuOf(devs []gpu.Device) gpuSample {
 	return g
 }
 
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// sane reports whether a histogram can be read: bounds and counts of one
+// length, finite, counts never above the total.
+func sane(h *snapshot.Histogram) bool {
+	if len(h.Bounds) != len(h.Cumulative) || !finite(h.Count) || !finite(h.Sum) || h.Count < 0 {
+		return false
+	}
+	for i, c := range h.Cumulative {
+		if !finite(c) || c < 0 || c > h.Count || !finite(h.Bounds[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // delta is cur − prev for a cumulative value, reset-aware: after a
 // restart, or when the value went down, the new value is the increase.
 func delta(prev, cur float64, restarted bool) float64 {
@@ -120,7 +137,7 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 		restarted := cur.Restarted
 		for c := range snapshot.NumCounters {
 			v := m.Counters[c]
-			if !v.OK {
+			if !v.OK || !finite(v.V) || v.V < 0 {
 				continue
 			}
 			if !restarted && !p.Counters[c].OK {
@@ -135,6 +152,9 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 		if m.Finished != nil {
 			s.finOK = true
 			for reason, v := range m.Finished {
+				if !finite(v) || v < 0 {
+					continue
+				}
 				var pv float64
 				if p != nil {
 					pv = p.Finished[reason]
@@ -151,7 +171,7 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 		}
 		for h := range snapshot.NumHists {
 			cur := m.Hists[h]
-			if cur == nil {
+			if cur == nil || !sane(cur) {
 				continue
 			}
 			var ph *snapshot.Histogram
@@ -178,7 +198,7 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 
 func addGauge(dst *Value, v Value, fullest bool) {
 	switch {
-	case !v.OK:
+	case !v.OK || !finite(v.V) || v.V < 0:
 	case !dst.OK:
 		*dst = v
 	case fullest:
