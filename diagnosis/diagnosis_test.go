@@ -422,3 +422,21 @@ func checkSane(t *testing.T, k int, v Verdict) {
 		}
 	}
 }
+
+// The per-request cache share is a median: a baseline that holds the
+// first minutes of an incident (a quarter of its samples here) keeps the
+// healthy value.
+func TestKVPerRunningIsAMedian(t *testing.T) {
+	var ss []sample
+	for i := 0; i < 12; i++ {
+		kv := 0.1 // 40 running: 0.0025 each
+		if i >= 9 {
+			kv = 0.9 // the incident's first samples: 0.0225 each
+		}
+		ss = append(ss, sample{t: t0.Add(time.Duration(i) * 5 * time.Second), up: true, running: v(40), waiting: v(0), kv: v(kv)})
+	}
+	got := compute(ss, v(40), Objectives{}).KVPerRunning
+	if !got.OK || math.Abs(got.V-0.0025) > 1e-12 {
+		t.Errorf("median %v, want 0.0025 (the mean would be %v)", got, (9*0.0025+3*0.0225)/12)
+	}
+}

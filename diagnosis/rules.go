@@ -69,7 +69,7 @@ func kvMonopoly(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (b
 	few := w.Running.OK && w.RunningCeiling.OK && w.Running.V <= th.MonopolyRunningShare*w.RunningCeiling.V
 	// The ceiling observed at a light load is low; then the cache each
 	// running request holds, against the baseline's, tells instead.
-	per, basePer := kvPerRunning(w), kvPerRunning(b)
+	per, basePer := w.KVPerRunning, b.KVPerRunning
 	heavy := baseReady && per.OK && basePer.OK && basePer.V > 0 && per.V >= th.MonopolyKVJump*basePer.V
 	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && (few || heavy) && w.Waiting.OK && w.Waiting.V >= 1 && !preempting(w, th)
 	return ok, fmt.Sprintf("KV usage %.2f (>= %.2f) with %.1f running of ceiling %.0f (<= %.0f%%) or %.4f of the cache per running request vs %.4f baseline (>= %.1fx), %.1f waiting, %.2f preemptions/s",
@@ -134,13 +134,6 @@ func show(v Value, format string, k float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf(format, k*v.V)
-}
-
-func kvPerRunning(s *Signals) Value {
-	if !s.KVUsage.OK || !s.Running.OK || s.Running.V < 1 {
-		return Value{}
-	}
-	return some(s.KVUsage.V / s.Running.V)
 }
 
 // support names, per mode, the signals the target lacks. snap is the

@@ -14,7 +14,7 @@ func base() Signals {
 	return Signals{
 		Span: time.Minute, Cycles: 12, UpShare: v(1),
 		Running: v(40), RunningCeiling: v(128), Waiting: v(0), WaitingSlope: v(0),
-		KVUsage: v(0.1), PreemptionsPerSecond: v(0),
+		KVUsage: v(0.1), KVPerRunning: v(0.1 / 40), PreemptionsPerSecond: v(0),
 		TTFTAttainment: v(1), DecodeAttainment: v(1), DecodeMean: v(0.02),
 		PromptTokensPerSecond: v(10000), PromptTokensPerRequest: v(1000), PrefixHitRatio: v(0.4),
 		GenerationTokensPerSecond: v(2500), FinishedPerSecond: v(10), ErrorRatio: v(0), AbortRatio: v(0),
@@ -44,11 +44,15 @@ func TestRules(t *testing.T) {
 		{KVPreemption, "preempting below 0.9", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.89), v(1) }, false},
 		{KVPreemption, "full, one preemption a minute", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.95), v(1.0/60) }, false},
 		{KVMonopoly, "full with few running", func(w *Signals) { w.KVUsage, w.Running, w.Waiting = v(0.99), v(10), v(50) }, true},
+		{KVMonopoly, "full, the usual batch, per-request cache x4", func(w *Signals) {
+			w.KVUsage, w.Running, w.Waiting, w.RunningCeiling, w.KVPerRunning = v(0.99), v(40), v(50), v(50), v(0.4/40)
+		}, false},
 		{KVMonopoly, "full with few running but preempting", func(w *Signals) {
 			w.KVUsage, w.Running, w.Waiting, w.PreemptionsPerSecond = v(0.99), v(10), v(50), v(1)
 		}, false},
 		{KVMonopoly, "full, the usual batch, per-request cache x10", func(w *Signals) {
-			w.KVUsage, w.Running, w.Waiting, w.RunningCeiling = v(0.99), v(40), v(50), v(50) // baseline 0.1/40
+			// 0.99/40 per request against the baseline's 0.1/40: 9.9x.
+			w.KVUsage, w.Running, w.Waiting, w.RunningCeiling, w.KVPerRunning = v(0.99), v(40), v(50), v(50), v(0.99/40)
 		}, true},
 		{KVMonopoly, "full, nothing waiting", func(w *Signals) { w.KVUsage, w.Running, w.Waiting = v(0.99), v(10), v(0) }, false},
 		{PrefillInterference, "1.6x prompts, 1.5x ITL", func(w *Signals) { w.PromptTokensPerRequest, w.DecodeMean = v(1600), v(0.03) }, true},

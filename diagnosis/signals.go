@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
@@ -24,6 +25,11 @@ type Signals struct {
 	Waiting, WaitingSlope, Running, RunningCeiling Value
 	// KVUsage is the mean KV-cache usage (the fullest model's).
 	KVUsage Value
+	// KVPerRunning is the median over the samples of KV usage over the
+	// running batch: the share of the cache one running request holds.
+	// A median, so that the onset of an incident, which a baseline lagged
+	// by one window soon contains, does not move the baseline's.
+	KVPerRunning Value
 	// PreemptionsPerSecond over the span.
 	PreemptionsPerSecond Value
 	// TTFTTail is the TTFT at the TTFT target's quantile (P99 by
@@ -114,6 +120,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		hists                           [snapshot.NumHists]*histDelta
 		clock, power, throttled, gpuObs mean
 		slope                           regression
+		perRunning                      []float64
 	)
 	t0 := ss[0].t
 	for i := range ss {
@@ -126,6 +133,9 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		wait.add(s.waiting)
 		kv.add(s.kv)
 		hit.add(s.hitGauge)
+		if s.kv.OK && s.running.OK && s.running.V >= 1 {
+			perRunning = append(perRunning, s.kv.V/s.running.V)
+		}
 		if s.waiting.OK {
 			slope.add(s.t.Sub(t0).Seconds(), s.waiting.V)
 		}
@@ -182,6 +192,11 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	sig.Span = time.Duration(span * float64(time.Second))
 	sig.UpShare = some(up / n)
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
+	if len(perRunning) > 0 {
+		slices.Sort(perRunning)
+		n := len(perRunning)
+		sig.KVPerRunning = some((perRunning[(n-1)/2] + perRunning[n/2]) / 2)
+	}
 	sig.RunningCeiling = ceiling
 	sig.WaitingSlope = slope.slope()
 	sig.GPUClockRatio, sig.GPUPowerW, sig.GPUThrottledShare = clock.value(), power.value(), throttled.value()

@@ -25,10 +25,10 @@ var diagSignals = []diagSignal{
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.WaitingSlope }},
 	{"llm_signal_running_ceiling", "Largest running batch seen over the diagnosis baseline and window: the batch ceiling as far as it can be observed.",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.RunningCeiling }},
-	{"llm_signal_kv_cache_per_running_request", "Mean KV-cache usage over the mean running batch in the diagnosis window: the share of the cache one running request holds.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return perRunning(&v.Window) }},
+	{"llm_signal_kv_cache_per_running_request", "KV-cache usage over the running batch, median over the diagnosis window's scrapes: the share of the cache one running request holds.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.KVPerRunning }},
 	{"llm_signal_kv_cache_per_running_request_baseline", "llm_signal_kv_cache_per_running_request over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return perRunning(&v.Baseline) }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.KVPerRunning }},
 	{"llm_signal_prompt_tokens_per_request", "Prompt tokens per request (counted at the first token) in the diagnosis window.",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.PromptTokensPerRequest }},
 	{"llm_signal_prompt_tokens_per_request_baseline", "Prompt tokens per request over the diagnosis baseline (lagged by one window).",
@@ -45,13 +45,6 @@ var diagSignals = []diagSignal{
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GPUClockRatio }},
 	{"llm_signal_gpu_throttled_ratio", "Share of the diagnosis window's GPU readings with a thermal, hardware or power-brake slowdown reason on any of the target's GPUs.",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.GPUThrottledShare }},
-}
-
-func perRunning(s *diagnosis.Signals) diagnosis.Value {
-	if !s.KVUsage.OK || !s.Running.OK || s.Running.V < 1 {
-		return diagnosis.Value{}
-	}
-	return diagnosis.Value{V: s.KVUsage.V / s.Running.V, OK: true}
 }
 
 // diagDescs are the descriptors of a target's failure-mode series.
