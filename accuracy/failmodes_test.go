@@ -11,7 +11,10 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
-var updateDocs = flag.Bool("update", false, "rewrite the failure-mode section of docs/accuracy.md from this run")
+var (
+	updateDocs = flag.Bool("update", false, "rewrite the failure-mode section of docs/accuracy.md from this run")
+	seedsFlag  = flag.Int("failmode.seeds", 0, "run the failure-mode matrix on seeds 1..N instead of 1..3")
+)
 
 const (
 	docPath    = "../docs/accuracy.md"
@@ -26,7 +29,12 @@ const (
 // Diagnoser) for every case of FailModeCases, three seeds, every format.
 func TestFailModeMatrix(t *testing.T) {
 	o := DefaultFailModeOptions()
-	if raceEnabled && !*updateDocs {
+	if *seedsFlag > 0 {
+		o.Seeds = nil
+		for s := 1; s <= *seedsFlag; s++ {
+			o.Seeds = append(o.Seeds, uint64(s))
+		}
+	} else if raceEnabled && !*updateDocs {
 		// Under the race detector (CI) the simulator runs about ten
 		// times slower: one seed per case keeps the matrix at about a
 		// minute; the three seeds run without -race and for the doc.
