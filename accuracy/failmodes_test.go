@@ -36,9 +36,13 @@ func TestFailModeMatrix(t *testing.T) {
 		}
 	} else if raceEnabled && !*updateDocs {
 		// Under the race detector (CI) the simulator runs about ten
-		// times slower: one seed per case keeps the matrix at about a
-		// minute; the three seeds run without -race and for the doc.
+		// times slower and shares two cores with the other packages'
+		// tests: one seed per case, 2 minutes of healthy start (the
+		// baseline needs half a window) and 2 minutes of lever (the
+		// two windows it has to be named in). The three seeds and the
+		// longer runs go without -race and into the doc.
 		o.Seeds = o.Seeds[:1]
+		o.Onset, o.Duration = 2*time.Minute, 2*time.Minute
 	}
 	m, err := RunMatrix(FailModeCases(), o)
 	if err != nil {
