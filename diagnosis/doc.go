@@ -11,7 +11,9 @@
 // it spent queueing, the decode (TPOT or ITL) tail, prompt tokens per
 // second and per request, the prefix-cache hit ratio, generation tokens
 // per second, finished, error and abort rates, whether the target is up,
-// and per GPU the SM clock ratio, power and throttle reasons.
+// and per GPU the SM clock ratio, power and throttle reasons (no GPU
+// backend reports a temperature to the daemon yet; a throttle reason is
+// what the driver makes of it).
 //
 // The classifier (rules.go) writes each mode as a rule over those signals
 // with named thresholds (Thresholds, defaults with the reason for each),

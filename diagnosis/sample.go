@@ -26,7 +26,6 @@ type gpuSample struct {
 	ok         bool
 	clockRatio Value // lowest SM clock / max clock among them
 	powerW     Value // summed board power
-	tempC      Value
 	reasonsOK  bool
 	throttled  bool // a thermal, hardware or power-brake slowdown on any of them
 	reasons    uint64
