@@ -28,7 +28,7 @@ vet:
 
 # bench reproduces docs/benchmarks.md.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=6 ./collector/ ./exporter/ ./goodput/ ./sim/ ./collector/gpu/ | tee bench.out
+	$(GO) test -run='^$$' -bench=. -benchmem -count=6 ./collector/ ./exporter/ ./goodput/ ./sim/ ./collector/gpu/ ./diagnosis/ | tee bench.out
 
 demo:
 	$(GO) run ./cmd/exporter demo

@@ -31,6 +31,8 @@ type Config struct {
 	SLOs []SLO `yaml:"slos"`
 	// Pricing turns GPU time into cost per good token; optional.
 	Pricing *Pricing `yaml:"pricing"`
+	// Diagnosis tunes the failure-mode classifier; optional.
+	Diagnosis *Diagnosis `yaml:"diagnosis"`
 }
 
 // TargetDefaults are the per-target settings a file may set once.

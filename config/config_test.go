@@ -182,3 +182,34 @@ line 8: targets[1].url: "ftp://x" must start with http:// or https://`
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+func TestDiagnosisSection(t *testing.T) {
+	cfg, err := Load("testdata/good-diagnosis.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.DiagnosisSettings()
+	if s.Window != 2*time.Minute || s.Baseline != time.Hour || s.Enter != 3 || s.Leave != 5 {
+		t.Errorf("settings %+v", s)
+	}
+	th := s.Thresholds
+	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 {
+		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v", th.KVHigh, th.QueueSlope, th.DecodeLatency)
+	}
+	// Untouched thresholds keep their defaults (worked in diagnosis).
+	if th.PreemptionRate != 0.05 || th.TTFTLatency != 0.5 {
+		t.Errorf("defaults lost: preemption_rate %v ttft_latency %v", th.PreemptionRate, th.TTFTLatency)
+	}
+	// No section: the defaults (1m, 30m, 2, 3).
+	empty, _ := Parse(nil)
+	if d := empty.DiagnosisSettings(); d.Window != time.Minute || d.Baseline != 30*time.Minute || d.Enter != 2 || d.Leave != 3 {
+		t.Errorf("defaults %+v", d)
+	}
+}
+
+func TestDiagnosisUnknownThreshold(t *testing.T) {
+	_, err := Load("testdata/bad-diagnosis-key.yml")
+	if err == nil || !strings.Contains(err.Error(), "line 4") || !strings.Contains(err.Error(), `unknown diagnosis threshold "kv_full"`) {
+		t.Fatalf("err = %v, want the unknown key on line 4", err)
+	}
+}

@@ -86,6 +86,9 @@ func yamlKeys(t reflect.Type) string {
 	return strings.Join(keys, ", ")
 }
 
+// unknownThreshold matches yaml's unknown-field error inside diagnosis.thresholds.
+var unknownThreshold = regexp.MustCompile(`^field (\S+) not found in type config\.DiagnosisThresholds$`)
+
 func lineError(msg string) *Error {
 	e := &Error{Msg: msg}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -98,6 +101,9 @@ func lineError(msg string) *Error {
 		} else if sec, ok := sections[m[2]]; ok {
 			e.Msg = fmt.Sprintf("unknown key %q %s (use %s)", m[1], sec.where, yamlKeys(sec.typ))
 		}
+	}
+	if m := unknownThreshold.FindStringSubmatch(e.Msg); m != nil {
+		e.Msg = fmt.Sprintf("unknown diagnosis threshold %q (the README's failure-mode section lists them)", m[1])
 	}
 	return e
 }

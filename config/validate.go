@@ -72,6 +72,7 @@ func (c *Config) validate(loc locator) Errors {
 	}
 	c.compileSLOs(loc, add)
 	c.validatePricing(loc, add)
+	c.validateDiagnosis(loc, add)
 	return errs
 }
 

@@ -38,6 +38,18 @@ var overviewRows = []row{
 			description: "Hourly cost of the engine's GPUs over its good tokens; the lower goodput bound gives the higher cost.",
 			exprs:       []query{{`target_slo_bound:llm_cost_per_million_good_tokens:ratio_rate5m{` + sel + `}`, "{{target}} {{slo}} {{bound}} ({{currency}})"}}},
 	}},
+	{"Failure modes", []panel{
+		{title: "Failure mode named by the daemon", unit: "short",
+			description: "1 while the daemon's classifier names the mode for the target (llm_failure_mode); the daemon's landing page and the llm_signal_* series carry the evidence. See the README's failure-mode sections for each remedy.",
+			exprs:       []query{{`llm_failure_mode{` + sel + `} == 1`, "{{target}} {{mode}}"}}},
+		{title: "Queue growth and the observed batch ceiling", unit: "short",
+			description: "Growth of the waiting queue over the diagnosis window (requests per second) and the largest running batch seen over the baseline: the evidence of queue_growth.",
+			exprs: []query{{`llm_signal_waiting_slope{` + sel + `}`, "{{target}} waiting slope /s"},
+				{`llm_signal_running_ceiling{` + sel + `}`, "{{target}} batch ceiling"}}},
+		{title: "Modes the target cannot judge", unit: "short", stat: true,
+			description: "Failure modes whose signals the engine or GPU backend lacks (llm_failure_mode_supported 0): unsupported, not clear.",
+			exprs:       []query{{`count by (target) (llm_failure_mode_supported{` + sel + `} == 0)`, "{{target}}"}}},
+	}},
 	{"SLO attainment", []panel{
 		{title: "Attainment per objective (5m)", unit: "percentunit",
 			exprs: []query{{`target_model_slo_objective:llm_slo_attainment:ratio_rate5m{` + sel + `}`, "{{target}} {{model}} {{slo}}/{{objective}}"}}},

@@ -52,6 +52,7 @@ func (t *target) metrics(out []prometheus.Metric) []prometheus.Metric {
 	if st.up && st.snap != nil {
 		out = t.descs.Append(out, st.snap)
 	}
+	out = t.diagnosisMetrics(out, engine)
 	// Goodput counters are the daemon's own and never reset, so they stay
 	// while the engine is down: rate() over them remains continuous.
 	return t.sloD.metrics(t.tracker, st.engine, out)

@@ -196,6 +196,10 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	for t := range kept {
 		t.reconfigure(slos)
 	}
+	ds := cfg.DiagnosisSettings()
+	for _, t := range next {
+		t.setDiagnosis(ds, slos)
+	}
 	e.mu.Lock()
 	e.cfg, e.targets = cfg, next
 	e.mu.Unlock()

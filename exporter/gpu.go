@@ -15,6 +15,8 @@ import (
 type gpuUsage struct {
 	gpus float64
 	ok   bool
+	// devs are the readings of the GPUs the target holds, for diagnosis.
+	devs []gpu.Device
 }
 
 // gpuLoop reads the GPUs once per interval, after the targets' scrapes
@@ -67,7 +69,7 @@ func (e *Exporter) gpuCycle(ctx context.Context, base map[string]map[string]floa
 	for i, t := range targets {
 		u := gpuUsage{}
 		if i < len(usage) && usage[i].HeldGPUs > 0 {
-			u = gpuUsage{gpus: usage[i].HeldGPUs, ok: true}
+			u = gpuUsage{gpus: usage[i].HeldGPUs, ok: true, devs: e.opts.GPU.TargetDevices(t.cfg.Name)}
 		}
 		t.mu.Lock()
 		t.gpu = u

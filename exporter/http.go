@@ -54,6 +54,10 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 type landingRow struct {
 	Name, URL, Engine, State, Age, Error string
 	FamilyErrors                         []string
+	// Verdict is the failure-mode classifier's answer, Evidence its
+	// reasons (see diagnosis.go).
+	Verdict  string
+	Evidence []string
 }
 
 var landingTmpl = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
@@ -63,9 +67,9 @@ var landingTmpl = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <h1>goodput-exporter</h1>
 <p>Goodput, KV-cache pressure and failure-mode signals for LLM inference engines. <a href="{{.Path}}">Metrics</a></p>
 <h2>Targets</h2>
-<table><tr><th>target</th><th>url</th><th>engine</th><th>state</th><th>last scrape</th><th>last error</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Engine}}</td><td class="{{.State}}">{{.State}}</td><td>{{.Age}}</td><td>{{.Error}}{{range .FamilyErrors}}<br>{{.}}{{end}}</td></tr>
-{{else}}<tr><td colspan="6">no targets configured (use --config.file or --target NAME=URL)</td></tr>{{end}}
+<table><tr><th>target</th><th>url</th><th>engine</th><th>state</th><th>last scrape</th><th>last error</th><th>failure mode</th></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Engine}}</td><td class="{{.State}}">{{.State}}</td><td>{{.Age}}</td><td>{{.Error}}{{range .FamilyErrors}}<br>{{.}}{{end}}</td><td><b>{{.Verdict}}</b>{{range .Evidence}}<br><small>{{.}}</small>{{end}}</td></tr>
+{{else}}<tr><td colspan="7">no targets configured (use --config.file or --target NAME=URL)</td></tr>{{end}}
 </table></body></html>
 `))
 
@@ -88,6 +92,7 @@ func (e *Exporter) landing(w http.ResponseWriter, path string) {
 			row.Error = st.lastErr
 		}
 		row.FamilyErrors = st.familyErrs
+		row.Verdict, row.Evidence = verdictText(t)
 		rows = append(rows, row)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

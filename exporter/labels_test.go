@@ -23,6 +23,8 @@ func TestReservedLabelsCoverEveryVariableLabel(t *testing.T) {
 	descs := append(collector.NewDescs("t", nil).All(),
 		sd.supported, sd.requests, sd.good, sd.interpolated, sd.aborted, sd.goodReq, sd.goodTok,
 		newCostDesc(cl), thresholdDesc, targetDesc)
+	dd := newDiagDescs(cl)
+	descs = append(append(descs, dd.mode, dd.supported), dd.signals...)
 	checked := 0
 	for _, d := range descs {
 		m := variableLabels.FindStringSubmatch(d.String())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -31,7 +32,7 @@ type target struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu      sync.Mutex // guards state, tracker, slos, notes and gpu
+	mu      sync.Mutex // guards state, tracker, slos, notes, gpu and diag
 	state   targetState
 	gpu     gpuUsage
 	tracker *goodput.Tracker
@@ -42,6 +43,8 @@ type target struct {
 	// it starts, and again only after it has been quiet for a while.
 	discSeen map[string]uint64
 	updates  uint64
+	diag     *diagnosis.Diagnoser // see diagnosis.go
+	diagD    *diagDescs
 }
 
 // discQuiet is how many updates a discontinuity must be absent before it
@@ -89,6 +92,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		descs:   collector.NewDescs(tc.Name, tc.Labels),
 		sloD:    newSLODescs(cl),
 		costD:   newCostDesc(cl),
+		diagD:   newDiagDescs(cl),
 		scraper: sc,
 		logger:  e.logger.With("target", tc.Name),
 		ex:      e,
@@ -118,12 +122,15 @@ func constLabels(tc config.Target) prometheus.Labels {
 // snapshot and the once-only log marks.
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
-	tracker, state, notes := old.tracker, old.state, old.notes
+	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
+	if diag != nil {
+		t.diag = diag
+	}
 	t.state.engine = t.scraper.Engine()
 	t.tracker.Reconfigure(slos)
 	t.slos = slos
@@ -229,6 +236,7 @@ func (t *target) scrape(ctx context.Context) {
 	st.lastReason = reason
 	if err != nil {
 		st.lastErr = err.Error()
+		t.diagnose(start, nil)
 	} else {
 		st.snap = snap
 		st.familyKeys, st.familyErrs = familyErrors(snap.Errors)
@@ -244,6 +252,7 @@ func (t *target) scrape(ctx context.Context) {
 			}
 		}
 		st.duplicates = snap.Duplicates > 0
+		t.diagnose(start, snap)
 	}
 	cur := t.state
 	t.mu.Unlock()

@@ -203,7 +203,25 @@ func (e *Engine) nextPhase() {
 	if p.Duration > 0 {
 		e.phaseEnd = e.now + p.Duration
 	}
+	if p.Abort {
+		e.abortAll()
+	}
 	e.apply(p.Lever)
+}
+
+// abortAll ends every request in the engine as aborted: its clients were
+// cut off. A step in flight skips the requests that left.
+func (e *Engine) abortAll() {
+	for e.waiting.len() > 0 {
+		e.finish(e.waiting.popFront(), FinishAbort)
+	}
+	for _, r := range e.running {
+		if r.state == stateRunning {
+			e.finish(r, FinishAbort)
+		}
+	}
+	clear(e.running)
+	e.running = e.running[:0]
 }
 
 func (e *Engine) maybeStep() {

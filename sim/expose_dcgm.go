@@ -44,7 +44,7 @@ func (e *Engine) dcgmText() string {
 	fixed("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", g.DRAMActive)
 	x.family("DCGM_EXP_CLOCK_EVENTS_COUNT", "reported clock events", "counter")
 	for _, ev := range dcgmClockEvents {
-		x.raw("DCGM_EXP_CLOCK_EVENTS_COUNT", append(labels[:6:6], label{"clock_event", ev.event}), strconv.FormatUint(g.ThrottleTicks[ev.reason], 10))
+		x.raw("DCGM_EXP_CLOCK_EVENTS_COUNT", append(labels[:6:6], label{"clock_event", ev.event}), strconv.FormatUint(g.ThrottleRecent[ev.reason], 10))
 	}
 	return x.b.String()
 }

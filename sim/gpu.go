@@ -62,6 +62,9 @@ type gpu struct {
 	tempC   float64
 	samples [2]gpuSample // the last two whole seconds <= t
 	ticks   [len(throttleReasons)]uint64
+	// recent holds the reasons of the last clockEventsWindow whole
+	// seconds, a ring indexed by second.
+	recent [clockEventsWindow]throttleSet
 
 	lastBusyEnd   time.Duration
 	lastBusyClock float64
@@ -89,6 +92,7 @@ func (g *gpu) advance(to time.Duration) {
 				g.ticks[i]++
 			}
 		}
+		g.recent[int(s/time.Second)%clockEventsWindow] = g.seg.reasons
 	}
 	g.integrate(to - g.t)
 }
@@ -169,7 +173,11 @@ type GPUState struct {
 	// Throttle lists the reasons active now.
 	Throttle []string
 	// ThrottleTicks counts, per reason, the whole seconds it was active.
-	ThrottleTicks  map[string]uint64
+	ThrottleTicks map[string]uint64
+	// ThrottleRecent counts, per reason, the whole seconds it was active
+	// among the last clockEventsWindow: dcgm-exporter's
+	// DCGM_EXP_CLOCK_EVENTS_COUNT, a windowed count despite its type.
+	ThrottleRecent map[string]uint64
 	MemoryUsedMiB  float64
 	MemoryTotalMiB float64
 }
@@ -195,6 +203,7 @@ func (g *gpu) state(now time.Duration, memUtil float64) GPUState {
 		MemClockMHz:    s.MemClockMHz,
 		TempC:          g.tempAfter(g.tempC, now-g.t),
 		ThrottleTicks:  map[string]uint64{},
+		ThrottleRecent: map[string]uint64{},
 		MemoryTotalMiB: s.MemoryMiB,
 		MemoryUsedMiB:  math.Round(s.MemoryMiB * memUtil),
 		PowerW:         g.seg.powerW,
@@ -222,6 +231,25 @@ func (g *gpu) state(now time.Duration, memUtil float64) GPUState {
 		if on {
 			st.ThrottleTicks[name] += pending
 		}
+		// The window ends at the last whole second (advance has filled
+		// every second up to g.t; later ones are the current segment's).
+		last := now / time.Second
+		for k := last - clockEventsWindow + 1; k <= last; k++ {
+			if k < 1 {
+				continue
+			}
+			set := g.recent[int(k)%clockEventsWindow]
+			if k*time.Second > g.t {
+				set = g.seg.reasons
+			}
+			if set&(1<<i) != 0 {
+				st.ThrottleRecent[name]++
+			}
+		}
 	}
 	return st
 }
+
+// clockEventsWindow is the window, in seconds, of the simulated
+// dcgm-exporter's clock-event counts.
+const clockEventsWindow = 5

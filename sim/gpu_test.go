@@ -68,3 +68,23 @@ func TestGPUPowerCap(t *testing.T) {
 		t.Fatalf("capped at 300 W: factor %v power %v reasons %b", f, p, r)
 	}
 }
+
+// dcgm-exporter's clock-event count covers a recent window, not all time:
+// once the cooling is back and the clocks recover, the thermal count
+// returns to 0 while the cumulative ticks keep what happened.
+func TestClockEventsCountIsWindowed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Scenario, _ = ParseScenario("healthy:30s,gpu_throttling:150s,healthy:60s")
+	e := mustNew(t, cfg)
+	e.AdvanceTo(170 * time.Second)
+	hot := e.GPU()
+	if hot.ThrottleRecent[ReasonSWThermal] != clockEventsWindow {
+		t.Fatalf("throttled GPU: %d of the last %d seconds with sw_thermal, want all", hot.ThrottleRecent[ReasonSWThermal], clockEventsWindow)
+	}
+	e.AdvanceTo(220 * time.Second)
+	cool := e.GPU()
+	if cool.ThrottleRecent[ReasonSWThermal] != 0 || cool.ThrottleTicks[ReasonSWThermal] < hot.ThrottleTicks[ReasonSWThermal] {
+		t.Fatalf("40 s after the cooling returned: recent %d, cumulative %d (was %d)",
+			cool.ThrottleRecent[ReasonSWThermal], cool.ThrottleTicks[ReasonSWThermal], hot.ThrottleTicks[ReasonSWThermal])
+	}
+}

@@ -59,7 +59,7 @@ func (l Lever) Description() string {
 	case PrefixCacheCollapse:
 		return "every prompt gets a prefix of its own, so shared system prompts stop hitting the cache"
 	case DecodeSaturation:
-		return "max_num_seqs back at vLLM's 1024 under more traffic: a huge decode batch with slow steps"
+		return "vLLM's default max_num_seqs (1024) and token budget under load past the knee: a huge decode batch with slow steps"
 	case GPUThrottling:
 		return "a cooling failure: the GPU heats up and the driver lowers its clocks"
 	case EngineStall:
@@ -82,10 +82,13 @@ type LeverSpec struct {
 	LongPrompts Class
 	// LongContext is the closed-loop traffic added by kv_monopoly.
 	LongContext Class
-	// SaturationMaxNumSeqs replaces max_num_seqs and SaturationRateFactor
-	// multiplies the arrival rates (decode_saturation).
-	SaturationMaxNumSeqs int
-	SaturationRateFactor float64
+	// SaturationMaxNumSeqs and SaturationMaxBatchedTokens replace
+	// max_num_seqs and max_num_batched_tokens (vLLM V1's defaults for the
+	// OpenAI server on an 80 GB GPU) and SaturationRateFactor multiplies
+	// the arrival rates (decode_saturation).
+	SaturationMaxNumSeqs       int
+	SaturationMaxBatchedTokens int
+	SaturationRateFactor       float64
 	// FailedInletC and ResistanceFactor describe a cooling failure
 	// (gpu_throttling): hotter inlet air and worse heat transfer.
 	FailedInletC     float64
@@ -108,8 +111,13 @@ func DefaultLeverSpec() LeverSpec {
 			Prompt: LogNormal(100000, 0.02, 97000, 103000), Output: LogNormal(6000, 0.1, 5000, 7000), MaxTokens: 16384,
 			ClientTimeout: time.Hour,
 		},
-		SaturationMaxNumSeqs: 1024,
-		SaturationRateFactor: 1.9,
+		SaturationMaxNumSeqs:       1024,
+		SaturationMaxBatchedTokens: 8192,
+		// 22 req/s: past the healthy engine's knee (16 req/s), where the
+		// capped batch queues without bound (queue_growth); with the cap
+		// lifted the same load shows up as a batch so large that its
+		// decode steps break the chat SLO's TPOT objective instead.
+		SaturationRateFactor: 2.2,
 		FailedInletC:         50,
 		ResistanceFactor:     1.8,
 	}
@@ -142,7 +150,7 @@ func (l Lever) applyTo(base Config) Config {
 		}
 	case DecodeSaturation:
 		c.Engine.MaxNumSeqs = ls.SaturationMaxNumSeqs
-		c.Engine.MaxNumBatchedTokens = max(c.Engine.MaxNumBatchedTokens, ls.SaturationMaxNumSeqs)
+		c.Engine.MaxNumBatchedTokens = max(c.Engine.MaxNumBatchedTokens, ls.SaturationMaxBatchedTokens, ls.SaturationMaxNumSeqs)
 		for i := range classes {
 			classes[i].Rate *= ls.SaturationRateFactor
 		}

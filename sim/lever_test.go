@@ -26,7 +26,7 @@ type trace struct {
 func runLever(t *testing.T, l Lever, d time.Duration) *trace {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Scenario = Scenario{Phases: []Phase{{Healthy, leverStart}, {l, d}, {Healthy, 0}}}
+	cfg.Scenario = Scenario{Phases: []Phase{{Lever: Healthy, Duration: leverStart}, {Lever: l, Duration: d}, {Lever: Healthy}}}
 	tr := &trace{e: mustNew(t, cfg), pts: map[time.Duration]point{}}
 	for at := time.Duration(0); at <= leverStart+d+10*time.Second; at += time.Second {
 		tr.e.AdvanceTo(at)

@@ -12,6 +12,11 @@ import (
 type Phase struct {
 	Lever    Lever
 	Duration time.Duration
+	// Abort ends every request in the engine, waiting or running, as
+	// aborted when the phase starts: the clients are cut off, as when a
+	// router drains the engine. It lets one lever's backlog end before
+	// the next lever begins.
+	Abort bool
 }
 
 // Scenario is a script of lever phases from virtual time 0. After the
@@ -24,9 +29,12 @@ type Scenario struct {
 // ParseScenario reads the text form: comma-separated "lever:duration"
 // phases with Go durations, the last duration optional, and an optional
 // final "repeat", for example "healthy:2m,kv_preemption:3m,healthy:1m"
-// or "healthy:30s,engine_stall:20s,repeat".
+// or "healthy:30s,engine_stall:20s,repeat". "abort" before a phase aborts
+// every request in the engine as that phase starts:
+// "queue_growth:90s,abort,healthy:60s".
 func ParseScenario(s string) (Scenario, error) {
 	var sc Scenario
+	abort := false
 	parts := strings.Split(s, ",")
 	if strings.TrimSpace(s) == "" {
 		return sc, errors.New("scenario: empty (want lever:duration,...)")
@@ -40,12 +48,20 @@ func ParseScenario(s string) (Scenario, error) {
 			sc.Repeat = true
 			break
 		}
+		if p == "abort" {
+			if abort || i == len(parts)-1 {
+				return Scenario{}, fmt.Errorf(`scenario: phase %d: "abort" must come before a phase`, i+1)
+			}
+			abort = true
+			continue
+		}
 		name, dur, hasDur := strings.Cut(p, ":")
 		lever, err := ParseLever(strings.TrimSpace(name))
 		if err != nil {
 			return Scenario{}, fmt.Errorf("scenario: phase %d %q: %w", i+1, p, err)
 		}
-		ph := Phase{Lever: lever}
+		ph := Phase{Lever: lever, Abort: abort}
+		abort = false
 		if hasDur {
 			d, err := time.ParseDuration(strings.TrimSpace(dur))
 			if err != nil {
@@ -65,6 +81,9 @@ func ParseScenario(s string) (Scenario, error) {
 func (s Scenario) String() string {
 	parts := make([]string, 0, len(s.Phases)+1)
 	for _, p := range s.Phases {
+		if p.Abort {
+			parts = append(parts, "abort")
+		}
 		if p.Duration > 0 {
 			parts = append(parts, fmt.Sprintf("%s:%s", p.Lever, p.Duration))
 		} else {

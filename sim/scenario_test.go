@@ -10,7 +10,7 @@ func TestParseScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Phase{{Healthy, 2 * time.Minute}, {KVPreemption, 3 * time.Minute}, {Healthy, time.Minute}}
+	want := []Phase{{Lever: Healthy, Duration: 2 * time.Minute}, {Lever: KVPreemption, Duration: 3 * time.Minute}, {Lever: Healthy, Duration: time.Minute}}
 	if len(sc.Phases) != 3 || sc.Repeat {
 		t.Fatalf("got %+v", sc)
 	}

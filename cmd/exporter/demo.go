@@ -11,15 +11,20 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
-// defaultTour walks engine 0 through every failure lever, with healthy
-// spells between them, in simulated time.
-const defaultTour = "healthy:60s,queue_growth:90s,healthy:90s,kv_preemption:90s,healthy:60s," +
-	"prefill_interference:90s,healthy:60s,prefix_cache_collapse:90s,healthy:60s,gpu_throttling:120s,healthy:60s," +
-	"engine_stall:60s,healthy:90s,kv_monopoly:120s,healthy:60s,decode_saturation:90s,healthy:60s,repeat"
+// defaultTour walks engine 0 through every failure lever, in simulated
+// time. Each lever runs long enough for the classifier to name it (two
+// windows) and is followed by a healthy spell long enough for the verdict
+// to clear; "abort" cuts off the requests a lever left behind (a queue's
+// backlog, long outputs, a stall's waiting clients), so that each phase
+// shows its own mode and not the one before.
+const defaultTour = "healthy:180s,queue_growth:150s,abort,healthy:150s,kv_preemption:150s,abort,healthy:150s," +
+	"prefill_interference:150s,abort,healthy:150s,prefix_cache_collapse:150s,healthy:150s,gpu_throttling:180s,healthy:150s," +
+	"engine_stall:120s,abort,healthy:150s,kv_monopoly:180s,abort,healthy:150s,decode_saturation:150s,abort,healthy:150s,repeat"
 
 // demoCmd runs simulated engines, their GPUs and the daemon in one
 // process, and shows the daemon's view in the terminal.
@@ -124,7 +129,8 @@ func (d *demoCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "gpus:   %-10s %s\n", "dcgm", f.gpuURL)
 	slos := map[string]string{f.engines[0].name: "chat", f.engines[1].name: "chat-latency"}
-	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: e.stdout, tty: isTerminal(e.stdout), speed: d.Speed}
+	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: e.stdout, tty: isTerminal(e.stdout), speed: d.Speed,
+		verdict: func(target string) []string { return evidence(ex, target) }}
 	go view.run(ctx, d.Refresh)
 	select {
 	case <-ctx.Done():
@@ -149,12 +155,41 @@ func (d *demoCmd) loader(f *farm) exporter.Loader {
 			targets = append(targets, config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}})
 		}
 		cfg.SLOs = demoSLOs(f.engines[0].name, f.engines[1].name)
+		cfg.Diagnosis = demoDiagnosis(d.Speed)
 		cfg.Pricing = &config.Pricing{Currency: "USD", GPUHour: 2.5}
 		if err := cfg.AddTargets(targets); err != nil {
 			return nil, err
 		}
 		return cfg, nil
 	}
+}
+
+// demoDiagnosis scales the classifier to the demo's clock: the daemon
+// judges wall time, the engines run speed times faster, so the window and
+// baseline shrink by speed and the thresholds that are rates per second
+// grow by it. The rest are ratios and engine-measured latencies.
+func demoDiagnosis(speed float64) *config.Diagnosis {
+	th := diagnosis.DefaultThresholds()
+	slope, preempt := th.QueueSlope*speed, th.PreemptionRate*speed
+	return &config.Diagnosis{
+		Window:     config.Duration(float64(time.Minute) / speed),
+		Baseline:   config.Duration(float64(30*time.Minute) / speed),
+		Thresholds: config.DiagnosisThresholds{QueueSlope: &slope, PreemptionRate: &preempt},
+	}
+}
+
+// evidence is the view's line per raised mode of a target: the rule in
+// words with its values.
+func evidence(ex *exporter.Exporter, target string) []string {
+	v, ok := ex.Verdict(target)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range v.Raised() {
+		out = append(out, m.String()+": "+v.Modes[m].Evidence)
+	}
+	return out
 }
 
 func isTerminal(w io.Writer) bool {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var goodTokens = regexp.MustCompile(`(?m)^llm_goodput_tokens_total\{[^}]*bound="lower"[^}]*\} (\S+)$`)
@@ -67,7 +68,13 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo returned %v", err)
 	}
 	<-scanned
-	if !strings.Contains(out.String(), "GOOD TOK/S") {
-		t.Errorf("the live view was never drawn:\n%s", out.String())
+	if !strings.Contains(out.String(), "GOOD TOK/S") || !strings.Contains(out.String(), "FAILURE MODE") {
+		t.Errorf("the live view was never drawn with its verdict:\n%s", out.String())
+	}
+	// The view fits a 120-column terminal.
+	for _, line := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 {
+			t.Errorf("a line of %d columns:\n%s", n, line)
+		}
 	}
 }

@@ -93,6 +93,8 @@ type demoView struct {
 	tty        bool
 	speed      float64
 	history    []reading
+	// verdict gives the evidence lines of a target's raised modes.
+	verdict func(target string) []string
 }
 
 // window is the wall time rates are taken over.
@@ -174,9 +176,9 @@ func (v *demoView) draw() {
 	if v.tty {
 		buf.WriteString("\033[H\033[2J")
 	}
-	fmt.Fprintf(&buf, "goodput-exporter demo: %s   (rates per simulated second over the last %v; Ctrl-C stops)\n\n", v.metricsURL, window)
+	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD REQ/S\tGOOD TOK/S\tTOK/S\tTTFT OK\tTPOT OK\tNOT ERR\tWAITING\tRUNNING\tKV\tPREEMPT/S\tPOWER W\tJ/TOK\tUSD/1M GOOD TOK")
+	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tTOK/S\tTTFT OK\tTPOT OK\tNOT ERR\tPOWER W\tJ/TOK\tUSD/1M GOOD")
 	for _, en := range v.farm.engines {
 		t := map[string]string{"target": en.name}
 		slo := v.slo[en.name]
@@ -188,29 +190,94 @@ func (v *demoView) draw() {
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			en.name, slo, lever, gauge("llm_up", t, "%.0f"),
-			rate("llm_goodput_requests_total", bound("lower")), rate("llm_goodput_requests_total", bound("upper")),
 			rate("llm_goodput_tokens_total", bound("lower")), rate("llm_goodput_tokens_total", bound("upper")),
 			rate("llm_generation_tokens_total", t),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("tpot")),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("error")),
-			gauge("llm_requests_waiting", t, "%.0f"), gauge("llm_requests_running", t, "%.0f"),
-			gauge("llm_kv_cache_usage_ratio", t, "%.2f"), rate("llm_preemptions_total", t),
 			gauge("llm_engine_gpu_power_watts", t, "%.0f"),
 			ratio("llm_engine_gpu_energy_joules_total", "llm_generation_tokens_total", t),
 			v.costPerMillion(a, b, en.name))
 	}
 	tw.Flush()
+	buf.WriteString("\n")
+	tw = tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tWAITING\tSLOPE/S\tRUNNING\tCEILING\tKV\tPREEMPT/S\tHIT RATIO\tFAILURE MODE (llm_failure_mode)")
+	for _, en := range v.farm.engines {
+		t := map[string]string{"target": en.name}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", en.name,
+			gauge("llm_requests_waiting", t, "%.0f"), gauge("llm_signal_waiting_slope", t, "%+.1f"),
+			gauge("llm_requests_running", t, "%.0f"), gauge("llm_signal_running_ceiling", t, "%.0f"),
+			gauge("llm_kv_cache_usage_ratio", t, "%.2f"), rate("llm_preemptions_total", t),
+			ratio("llm_prefix_cache_hits_total", "llm_prefix_cache_queries_total", t),
+			raisedModes(b, en.name))
+	}
+	tw.Flush()
+	if v.verdict != nil {
+		for _, en := range v.farm.engines {
+			for _, line := range v.verdict(en.name) {
+				fmt.Fprintf(&buf, "%s\n", clip("  "+en.name+" "+line, viewWidth))
+			}
+		}
+	}
 	if lines := v.logs.last(); len(lines) > 0 {
 		buf.WriteString("\nlatest daemon log lines:\n")
 		for _, l := range lines {
-			fmt.Fprintf(&buf, "  %.160s\n", l)
+			fmt.Fprintf(&buf, "%s\n", clip("  "+l, viewWidth))
 		}
 	}
 	buf.WriteString("\n")
 	v.out.Write(buf.Bytes())
+}
+
+// viewWidth is the widest line the view draws: it fits a 120-column
+// terminal.
+const viewWidth = 120
+
+// clip cuts a line to n characters.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// raisedModes reads the verdict from the daemon's own series.
+func raisedModes(r reading, target string) string {
+	mf := r.mfs["llm_failure_mode"]
+	if mf == nil {
+		return "-"
+	}
+	var names []string
+	seen := false
+	for _, m := range mf.Metric {
+		var mode, tg string
+		for _, lp := range m.Label {
+			switch lp.GetName() {
+			case "mode":
+				mode = lp.GetValue()
+			case "target":
+				tg = lp.GetValue()
+			}
+		}
+		if tg != target {
+			continue
+		}
+		seen = true
+		if m.Gauge.GetValue() == 1 {
+			names = append(names, mode)
+		}
+	}
+	switch {
+	case !seen:
+		return "-"
+	case len(names) == 0:
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // costPerMillion is the hourly cost over the good-token rate at the lower

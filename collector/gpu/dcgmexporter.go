@@ -25,6 +25,10 @@ type DCGMExporterOptions struct {
 	// Proxy to reach dcgm-exporter through; nil connects directly (the
 	// environment's HTTP_PROXY is never read).
 	Proxy *url.URL
+	// Transport replaces the network transport (an in-process source);
+	// the redirect and body-cap policy still apply. Nil uses the
+	// engines' transport with Proxy.
+	Transport http.RoundTripper
 }
 
 // DCGMExporter reads GPUs from an existing dcgm-exporter's /metrics.
@@ -52,7 +56,11 @@ func NewDCGMExporter(opts DCGMExporterOptions) (*DCGMExporter, error) {
 	}
 	// The engines' policy: no redirect off the host, no proxy from the
 	// environment, the body capped after decompression.
-	client, err := fetch.NewClient(opts.URL, fetch.NewTransport(opts.Proxy))
+	var rt http.RoundTripper = fetch.NewTransport(opts.Proxy)
+	if opts.Transport != nil {
+		rt = opts.Transport
+	}
+	client, err := fetch.NewClient(opts.URL, rt)
 	if err != nil {
 		return nil, fmt.Errorf("dcgm-exporter: %w", err)
 	}

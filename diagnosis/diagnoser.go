@@ -1,0 +1,236 @@
+package diagnosis
+
+import (
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// ModeState is one mode's verdict after a judgement.
+type ModeState struct {
+	// Supported is false when the target's engine or GPU backend lacks a
+	// signal the rule needs; Missing names those signals. An unsupported
+	// mode is never raised and never reported as clear.
+	Supported bool
+	Missing   []string
+	// Matching is the rule's answer for this window (after precedence);
+	// Raised the answer after hysteresis: what llm_failure_mode says.
+	Matching, Raised bool
+	// MaskedBy is the mode that explains this one, when it matched but
+	// another took precedence.
+	MaskedBy Mode
+	Masked   bool
+	// Since is when the mode was last raised.
+	Since time.Time
+	// Evidence is the rule in words with the values that decided it.
+	Evidence string
+}
+
+// Verdict is the latest judgement of one target.
+type Verdict struct {
+	At time.Time
+	// Ready is false until the window is covered by history; no mode is
+	// raised before.
+	Ready    bool
+	Window   Signals
+	Baseline Signals
+	Modes    [NumModes]ModeState
+}
+
+// Raised lists the raised modes.
+func (v *Verdict) Raised() []Mode {
+	var out []Mode
+	for m := range NumModes {
+		if v.Modes[m].Raised {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Diagnoser keeps one target's history and judges it once per cycle. It
+// is not safe for concurrent use; the exporter holds the target's lock.
+type Diagnoser struct {
+	set  Settings
+	obj  Objectives
+	prev *snapshot.Snapshot
+	hist []sample
+	run  [NumModes]struct {
+		hits, clean int
+		raised      bool
+		since       time.Time
+	}
+	verdict Verdict
+	// bounds interns histogram layouts: every scrape parses its own copy,
+	// and the samples of the baseline would otherwise each keep one.
+	bounds [snapshot.NumHists][]float64
+}
+
+// New returns a Diagnoser; invalid settings are replaced by the defaults
+// (the configuration layer validates them with line numbers first).
+func New(s Settings) *Diagnoser {
+	if s.Validate() != nil {
+		s = DefaultSettings()
+	}
+	d := &Diagnoser{set: s}
+	d.obj = ObjectivesFor("", nil, s.Thresholds)
+	return d
+}
+
+// Settings returns the settings in force.
+func (d *Diagnoser) Settings() Settings { return d.set }
+
+// Reconfigure changes the settings, keeping the history.
+func (d *Diagnoser) Reconfigure(s Settings) {
+	if s.Validate() != nil {
+		return
+	}
+	d.set = s
+}
+
+// SetObjectives sets the latency objectives decode_saturation judges
+// (ObjectivesFor the target's SLOs).
+func (d *Diagnoser) SetObjectives(o Objectives) { d.obj = o }
+
+// Verdict returns the latest judgement.
+func (d *Diagnoser) Verdict() Verdict { return d.verdict }
+
+// Observe folds in one collection cycle and judges the window. snap is
+// nil when the scrape failed. gpus are the readings of the GPUs
+// attributed to the target this cycle; gpuKnown is false when the daemon
+// has no GPU backend or attributes no GPU to the target, which makes
+// gpu_throttling unsupported.
+func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.Device, gpuKnown bool) Verdict {
+	var s sample
+	if snap == nil {
+		s = sample{t: now}
+	} else {
+		s = newSample(now, d.prev, snap, gpus)
+		d.prev = snap
+		for h, hd := range s.hists {
+			if hd == nil {
+				continue
+			}
+			if !sameBounds(d.bounds[h], hd.bounds) {
+				d.bounds[h] = append([]float64(nil), hd.bounds...)
+			}
+			hd.bounds = d.bounds[h]
+		}
+	}
+	if !gpuKnown {
+		s.gpu = gpuSample{}
+	}
+	d.hist = append(d.hist, s)
+	d.prune(now)
+	d.judge(now, snap)
+	return d.verdict
+}
+
+// prune drops samples older than the baseline and the window together,
+// and the bucket counts of samples older than the window.
+func (d *Diagnoser) prune(now time.Time) {
+	keep := now.Add(-(d.set.Window + d.set.Baseline))
+	i := 0
+	for i < len(d.hist) && d.hist[i].t.Before(keep) {
+		i++
+	}
+	if i > 0 {
+		d.hist = append(d.hist[:0], d.hist[i:]...)
+	}
+	old := now.Add(-d.set.Window)
+	for k := range d.hist {
+		if !d.hist[k].t.After(old) {
+			for h := range d.hist[k].hists {
+				if hd := d.hist[k].hists[h]; hd != nil {
+					hd.cumulative = nil
+				}
+			}
+		}
+	}
+}
+
+// split returns the samples of the window (t in (now−window, now]) and of
+// the baseline (the span before it).
+func (d *Diagnoser) split(now time.Time) (win, base []sample) {
+	from := now.Add(-d.set.Window)
+	i := len(d.hist)
+	for i > 0 && d.hist[i-1].t.After(from) {
+		i--
+	}
+	return d.hist[i:], d.hist[:i]
+}
+
+func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
+	win, base := d.split(now)
+	ceiling := Value{}
+	for i := range d.hist {
+		if r := d.hist[i].running; r.OK && (!ceiling.OK || r.V > ceiling.V) {
+			ceiling = some(r.V)
+		}
+	}
+	v := Verdict{At: now}
+	v.Window = compute(win, ceiling, d.obj)
+	v.Baseline = compute(base, ceiling, d.obj)
+	// The window is judged once history covers it: a sample at least one
+	// window old exists.
+	v.Ready = len(base) > 0 && v.Window.Cycles >= 2
+	baseReady := len(base) >= 2 && base[len(base)-1].t.Sub(base[0].t) >= d.set.Window/2
+	sup := support(snap, d.prev, v.Window)
+	var raw [NumModes]bool
+	var why [NumModes]string
+	for m := range NumModes {
+		if !v.Ready || len(sup[m]) > 0 {
+			continue
+		}
+		raw[m], why[m] = rules[m](&v.Window, &v.Baseline, baseReady, &d.set.Thresholds, &d.obj)
+	}
+	// Precedence on the raw answers: a mode explained by another that
+	// matches or is raised does not count as matching.
+	var eff [NumModes]bool
+	var maskedBy [NumModes]Mode
+	var masked [NumModes]bool
+	for m := range NumModes {
+		eff[m] = raw[m]
+		for k := range NumModes {
+			if k != m && (raw[k] || d.run[k].raised) && masks(k, m) && raw[m] {
+				eff[m], masked[m], maskedBy[m] = false, true, k
+				break
+			}
+		}
+	}
+	for m := range NumModes {
+		r := &d.run[m]
+		switch {
+		case len(sup[m]) > 0:
+			r.hits, r.clean, r.raised = 0, 0, false
+		case eff[m]:
+			r.hits++
+			r.clean = 0
+			if !r.raised && r.hits >= d.set.Enter {
+				r.raised, r.since = true, now
+			}
+		default:
+			r.clean++
+			r.hits = 0
+			if r.raised && r.clean >= d.set.Leave {
+				r.raised = false
+			}
+		}
+	}
+	for m := range NumModes {
+		st := ModeState{Supported: len(sup[m]) == 0, Missing: sup[m], Matching: eff[m], Evidence: why[m],
+			Masked: masked[m], MaskedBy: maskedBy[m], Since: d.run[m].since}
+		st.Raised = d.run[m].raised
+		// A raised mode is hidden while one that explains it is raised
+		// or matches.
+		for k := range NumModes {
+			if k != m && st.Raised && (d.run[k].raised || eff[k]) && masks(k, m) {
+				st.Raised, st.Masked, st.MaskedBy = false, true, k
+				break
+			}
+		}
+		v.Modes[m] = st
+	}
+	d.verdict = v
+}

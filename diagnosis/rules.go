@@ -1,0 +1,183 @@
+package diagnosis
+
+import (
+	"fmt"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// rule judges one mode over the window w against the baseline b (usable
+// when baseReady). It returns whether the mode matches and, either way,
+// the evidence in words.
+type rule func(w, b *Signals, baseReady bool, th *Thresholds, o *Objectives) (bool, string)
+
+var rules = [NumModes]rule{
+	QueueGrowth:         queueGrowth,
+	KVPreemption:        kvPreemption,
+	PrefillInterference: prefillInterference,
+	KVMonopoly:          kvMonopoly,
+	PrefixCacheCollapse: prefixCacheCollapse,
+	DecodeSaturation:    decodeSaturation,
+	GPUThrottling:       gpuThrottling,
+	EngineStall:         engineStall,
+}
+
+// atCeiling: the running batch sits at the largest batch observed.
+func atCeiling(w *Signals, th *Thresholds) bool {
+	return w.Running.OK && w.RunningCeiling.OK && w.RunningCeiling.V > 0 && w.Running.V >= th.CeilingShare*w.RunningCeiling.V
+}
+
+func growing(w *Signals, th *Thresholds) bool {
+	return w.WaitingSlope.OK && w.WaitingSlope.V >= th.QueueSlope && w.Waiting.V >= th.QueueMinWaiting
+}
+
+func preempting(w *Signals, th *Thresholds) bool {
+	return w.PreemptionsPerSecond.OK && w.PreemptionsPerSecond.V >= th.PreemptionRate
+}
+
+// queue_growth: waiting grows while the batch is at its ceiling and the
+// KV cache is below pressure (a full cache is a KV mode's queue).
+func queueGrowth(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
+	ok := growing(w, th) && atCeiling(w, th) && kvOK
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %.2f (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, th.QueueSlope, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, w.KVUsage.V, th.KVHigh)
+}
+
+// kv_preemption: the cache is full and the engine preempts.
+func kvPreemption(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && preempting(w, th)
+	return ok, fmt.Sprintf("KV usage %.2f (>= %.2f), %.2f preemptions/s (>= %.2f)",
+		w.KVUsage.V, th.KVHigh, w.PreemptionsPerSecond.V, th.PreemptionRate)
+}
+
+// prefill_interference: longer prompts than the baseline's and slower
+// token steps, without a growing queue.
+func prefillInterference(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+	if !baseReady || !b.PromptTokensPerRequest.OK || !b.DecodeMean.OK || b.PromptTokensPerRequest.V <= 0 || b.DecodeMean.V <= 0 {
+		return false, "no baseline yet"
+	}
+	pj := w.PromptTokensPerRequest.V / b.PromptTokensPerRequest.V
+	dj := w.DecodeMean.V / b.DecodeMean.V
+	ok := w.PromptTokensPerRequest.OK && w.DecodeMean.OK && pj >= th.PromptJump && dj >= th.DecodeJump && !growing(w, th)
+	return ok, fmt.Sprintf("prompt tokens per request %.0f = %.2fx baseline (>= %.2f); mean ITL %.1f ms = %.2fx baseline (>= %.2f); queue slope %+.2f/s",
+		w.PromptTokensPerRequest.V, pj, th.PromptJump, 1000*w.DecodeMean.V, dj, th.DecodeJump, w.WaitingSlope.V)
+}
+
+// kv_monopoly: the cache is full, few run, others wait, no preemptions.
+func kvMonopoly(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+	few := w.Running.OK && w.RunningCeiling.OK && w.Running.V <= th.MonopolyRunningShare*w.RunningCeiling.V
+	// The ceiling observed at a light load is low; then the cache each
+	// running request holds, against the baseline's, tells instead.
+	per, basePer := w.KVPerRunning, b.KVPerRunning
+	heavy := baseReady && per.OK && basePer.OK && basePer.V > 0 && per.V >= th.MonopolyKVJump*basePer.V
+	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && (few || heavy) && w.Waiting.OK && w.Waiting.V >= 1 && !preempting(w, th)
+	return ok, fmt.Sprintf("KV usage %.2f (>= %.2f) with %.1f running of ceiling %.0f (<= %.0f%%) or %.4f of the cache per running request vs %.4f baseline (>= %.1fx), %.1f waiting, %.2f preemptions/s",
+		w.KVUsage.V, th.KVHigh, w.Running.V, w.RunningCeiling.V, 100*th.MonopolyRunningShare, per.V, basePer.V, th.MonopolyKVJump, w.Waiting.V, w.PreemptionsPerSecond.V)
+}
+
+// prefix_cache_collapse: the hit ratio falls well under its baseline.
+func prefixCacheCollapse(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+	if !baseReady || !b.PrefixHitRatio.OK {
+		return false, "no baseline yet"
+	}
+	// Much longer prompts than usual lower the ratio by their own weight
+	// (a new traffic mix, or long contexts), not by losing the cache.
+	sameMix := !w.PromptTokensPerRequest.OK || !b.PromptTokensPerRequest.OK ||
+		w.PromptTokensPerRequest.V < th.PromptJump*b.PromptTokensPerRequest.V
+	ok := w.PrefixHitRatio.OK && b.PrefixHitRatio.V >= th.MinBaselineHitRatio && w.PrefixHitRatio.V <= th.HitRatioFall*b.PrefixHitRatio.V && sameMix
+	return ok, fmt.Sprintf("prefix hit ratio %.3f vs baseline %.3f (<= %.0f%% of a baseline >= %.2f); prompt tokens per request %.0f vs %.0f baseline (< %.2fx)",
+		w.PrefixHitRatio.V, b.PrefixHitRatio.V, 100*th.HitRatioFall, th.MinBaselineHitRatio, w.PromptTokensPerRequest.V, b.PromptTokensPerRequest.V, th.PromptJump)
+}
+
+// decode_saturation: the decode objective is breached while TTFT holds
+// and the queue is flat: the batch itself is too large. (Its size is
+// evidence, not a condition: with max_num_seqs raised the batch is set by
+// the load, far under the engine's cap.)
+func decodeSaturation(w, _ *Signals, _ bool, th *Thresholds, o *Objectives) (bool, string) {
+	flat := !growing(w, th) && w.Waiting.OK && w.Running.OK && (w.Waiting.V <= th.FlatQueueShare*w.Running.V || w.Waiting.V < 1)
+	breach := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
+	if w.DecodePerToken {
+		breach = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency
+	}
+	ttftOK := w.TTFTAttainment.OK && w.TTFTAttainment.V >= th.TTFTHold
+	ok := breach && ttftOK && flat && !preempting(w, th)
+	return ok, fmt.Sprintf("decode attainment %.3f at %.0f ms (< %.3f; mean ITL %.1f ms where only per-token data), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)",
+		w.DecodeAttainment.V, 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V)
+}
+
+// gpu_throttling: a thermal or hardware slowdown, or a low clock while
+// the engine has work.
+func gpuThrottling(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+	reasons := w.GPUThrottledShare.OK && w.GPUThrottledShare.V >= th.ThrottleShare
+	busy := w.Running.OK && w.Running.V >= 1
+	slow := w.GPUClockRatio.OK && w.GPUClockRatio.V < th.ClockRatio && busy
+	return reasons || slow, fmt.Sprintf("slowdown reasons in %s of readings (>= %.0f%%); SM clock %s of max (< %.2f with %.1f running)",
+		show(w.GPUThrottledShare, "%.0f%%", 100), 100*th.ThrottleShare, show(w.GPUClockRatio, "%.2f", 1), th.ClockRatio, w.Running.V)
+}
+
+// engine_stall: the target is down, or requests sit in it and no token
+// comes out, or requests end in errors.
+func engineStall(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+	down := w.UpShare.OK && 1-w.UpShare.V >= th.DownShare
+	inflight := w.Running.V + w.Waiting.V
+	silent := w.GenerationTokensPerSecond.OK && w.GenerationTokensPerSecond.V == 0 && w.Running.OK && inflight >= 1
+	fin := w.FinishedPerSecond.V * w.Span.Seconds()
+	failing := w.ErrorRatio.OK && fin >= th.MinFinished && w.ErrorRatio.V >= th.ErrorRatio
+	return down || silent || failing, fmt.Sprintf("up in %.0f%% of scrapes (down >= %.0f%%); %.1f in flight, %.1f generated tok/s; %.1f%% of %.0f finished in error (>= %.0f%%)",
+		100*w.UpShare.V, 100*th.DownShare, inflight, w.GenerationTokensPerSecond.V, 100*w.ErrorRatio.V, fin, 100*th.ErrorRatio)
+}
+
+// show formats a signal scaled by k, or says it is not measured.
+func show(v Value, format string, k float64) string {
+	if !v.OK {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, k*v.V)
+}
+
+// support names, per mode, the signals the target lacks. snap is the
+// latest snapshot (nil when the scrape failed; then prev, the last good
+// one, decides).
+func support(snap, prev *snapshot.Snapshot, w Signals) [NumModes][]string {
+	if snap == nil {
+		snap = prev
+	}
+	var have struct {
+		running, waiting, kv, preempt, prompt, gen, prefix, ttft, decode bool
+	}
+	if snap != nil {
+		for i := range snap.Models {
+			m := &snap.Models[i]
+			have.running = have.running || m.Gauges[snapshot.Running].OK
+			have.waiting = have.waiting || m.Gauges[snapshot.Waiting].OK
+			have.kv = have.kv || m.Gauges[snapshot.KVCacheUsage].OK
+			have.preempt = have.preempt || m.Counters[snapshot.Preemptions].OK
+			have.prompt = have.prompt || m.Counters[snapshot.PromptTokens].OK
+			have.gen = have.gen || m.Counters[snapshot.GenerationTokens].OK
+			have.prefix = have.prefix || m.Counters[snapshot.PrefixCacheQueries].OK && m.Counters[snapshot.PrefixCacheHits].OK ||
+				m.Gauges[snapshot.PrefixCacheHitRatio].OK
+			have.ttft = have.ttft || m.Hists[snapshot.TTFT] != nil
+			have.decode = have.decode || m.Hists[snapshot.ITL] != nil || m.Hists[snapshot.TPOT] != nil
+		}
+	}
+	need := func(pairs ...any) []string {
+		var out []string
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if !pairs[i+1].(bool) {
+				out = append(out, pairs[i].(string))
+			}
+		}
+		return out
+	}
+	var s [NumModes][]string
+	s[QueueGrowth] = need("running", have.running, "waiting", have.waiting)
+	s[KVPreemption] = need("kv_cache_usage", have.kv, "preemptions", have.preempt)
+	s[PrefillInterference] = need("prompt_tokens", have.prompt, "time_to_first_token", have.ttft, "inter_token_latency", have.decode, "waiting", have.waiting)
+	s[KVMonopoly] = need("kv_cache_usage", have.kv, "running", have.running, "waiting", have.waiting, "preemptions", have.preempt)
+	s[PrefixCacheCollapse] = need("prefix_cache_hits", have.prefix)
+	s[DecodeSaturation] = need("inter_token_latency", have.decode, "time_to_first_token", have.ttft, "running", have.running, "waiting", have.waiting, "preemptions", have.preempt)
+	s[GPUThrottling] = need("gpu", w.GPUClockRatio.OK || w.GPUThrottledShare.OK)
+	s[EngineStall] = need("running", have.running, "waiting", have.waiting, "generation_tokens", have.gen)
+	return s
+}

@@ -1,0 +1,176 @@
+package diagnosis
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Settings are the classifier's knobs: the YAML diagnosis section.
+type Settings struct {
+	// Window is how much recent history one judgement covers.
+	Window time.Duration
+	// Baseline is the trailing history the window is compared with; it
+	// ends one window before now, so that an incident does not become
+	// its own baseline within a window.
+	Baseline time.Duration
+	// Enter is how many consecutive judgements must match before a mode
+	// is raised; Leave how many clean ones clear it. A judgement is made
+	// every collection cycle, each over the trailing window.
+	Enter, Leave int
+	Thresholds   Thresholds
+}
+
+// DefaultSettings returns the defaults the README documents.
+func DefaultSettings() Settings {
+	return Settings{
+		Window:     time.Minute,
+		Baseline:   30 * time.Minute,
+		Enter:      2,
+		Leave:      3,
+		Thresholds: DefaultThresholds(),
+	}
+}
+
+// Thresholds are the named constants of the rules. Ratios are 0..1,
+// rates per second, latencies in seconds.
+type Thresholds struct {
+	// QueueSlope is the growth of the waiting queue, in requests per
+	// second over the window, from which the queue counts as growing.
+	QueueSlope float64 `yaml:"queue_slope"`
+	// QueueMinWaiting is the mean queue below which a slope is noise.
+	QueueMinWaiting float64 `yaml:"queue_min_waiting"`
+	// CeilingShare of the observed batch ceiling counts as "at the
+	// ceiling".
+	CeilingShare float64 `yaml:"ceiling_share"`
+	// FlatQueueShare: a queue no longer than this share of the running
+	// batch, and not growing, is flat.
+	FlatQueueShare float64 `yaml:"flat_queue_share"`
+	// KVHigh is the KV-cache usage (window mean) counted as full.
+	KVHigh float64 `yaml:"kv_high"`
+	// PreemptionRate is the preemptions per second counted as sustained.
+	PreemptionRate float64 `yaml:"preemption_rate"`
+	// MonopolyRunningShare: at most this share of the ceiling running
+	// while the cache is full means a few requests hold it.
+	MonopolyRunningShare float64 `yaml:"monopoly_running_share"`
+	// MonopolyKVJump: each running request holding at least this many
+	// times the baseline's share of the cache also means a few long
+	// requests hold it (the ceiling seen at a light load is low).
+	MonopolyKVJump float64 `yaml:"monopoly_kv_jump"`
+	// PromptJump: prompt tokens per request at least this many times the
+	// baseline's is a change in the prompts, not in the load.
+	PromptJump float64 `yaml:"prompt_jump"`
+	// DecodeJump: a decode latency (mean inter-token latency) at least
+	// this many times the baseline's is a broken decode tail.
+	DecodeJump float64 `yaml:"decode_jump"`
+	// HitRatioFall: a prefix-cache hit ratio at most this share of the
+	// baseline's has collapsed ...
+	HitRatioFall float64 `yaml:"hit_ratio_fall"`
+	// ... provided the baseline hit ratio was at least MinBaselineHitRatio.
+	MinBaselineHitRatio float64 `yaml:"min_baseline_hit_ratio"`
+	// DecodeLatency and DecodeTarget are the decode objective judged for
+	// decode_saturation when no SLO of the target has a tpot or itl
+	// objective; TTFTLatency and TTFTTarget the TTFT objective that must
+	// hold meanwhile.
+	DecodeLatency float64 `yaml:"decode_latency"`
+	DecodeTarget  float64 `yaml:"decode_target"`
+	TTFTLatency   float64 `yaml:"ttft_latency"`
+	TTFTTarget    float64 `yaml:"ttft_target"`
+	// DecodeMeanShare: with per-token data only, a mean inter-token
+	// latency of at least this share of the decode threshold breaches.
+	DecodeMeanShare float64 `yaml:"decode_mean_share"`
+	// TTFTHold is the share of requests within the TTFT threshold for
+	// TTFT to count as holding while the decode tail breaks.
+	TTFTHold float64 `yaml:"ttft_hold"`
+	// ClockRatio: an SM clock under this share of its maximum while the
+	// engine has work is a slowed GPU.
+	ClockRatio float64 `yaml:"clock_ratio"`
+	// ThrottleShare of the window's GPU readings with a thermal or
+	// hardware slowdown reason is a throttled GPU.
+	ThrottleShare float64 `yaml:"throttle_share"`
+	// ErrorRatio of finished requests ending in error is an engine
+	// failure, given at least MinFinished of them in the window.
+	ErrorRatio  float64 `yaml:"error_ratio"`
+	MinFinished float64 `yaml:"min_finished"`
+	// DownShare of the window's scrapes failing is a dead engine.
+	DownShare float64 `yaml:"down_share"`
+}
+
+// DefaultThresholds are the defaults, each with why.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		// 0.2 req/s is 12 more waiting every minute: more than the
+		// random walk of a queue at the knee, which hovers near zero.
+		QueueSlope: 0.2,
+		// Fewer than 5 waiting on average is a queue a single batch
+		// slot absorbs; it is no incident.
+		QueueMinWaiting: 5,
+		// Schedulers leave a few slots free while a prefill chunk fills
+		// the step budget, so "at the ceiling" is 90 % of it.
+		CeilingShare: 0.9,
+		// 5 % of the batch waiting is the turnover of one step.
+		FlatQueueShare: 0.05,
+		// vLLM admits until its watermark and preempts near 100 %; 0.9
+		// as a window mean is a cache that stays full.
+		KVHigh: 0.9,
+		// One preemption every 20 s is sustained, not an accident of a
+		// single long request.
+		PreemptionRate: 0.05,
+		// Half the ceiling or fewer running with a full cache means
+		// the requests in it are far longer than usual.
+		MonopolyRunningShare: 0.5,
+		// Chat requests differ in length by 2x or so, and 4x longer
+		// answers hold about 3.5x the cache; 5x is a different kind of
+		// request.
+		MonopolyKVJump: 5,
+		// Load changes the request rate, not the prompt length; 30 %
+		// longer prompts on average is a different traffic mix.
+		PromptJump: 1.3,
+		// 20 % slower token steps than the baseline is a tail the
+		// users feel, and more than load at the same batch moves it.
+		DecodeJump: 1.2,
+		// A fall to a third of the baseline hit ratio is a collapse;
+		// a new traffic mix moves it by less.
+		HitRatioFall: 0.33,
+		// Under 10 % hits the cache was doing little to lose.
+		MinBaselineHitRatio: 0.1,
+		// The DESIGN's chat SLO: TPOT 50 ms for 95 %, TTFT 500 ms for 99 %.
+		DecodeLatency: 0.05,
+		DecodeTarget:  0.95,
+		TTFTLatency:   0.5,
+		TTFTTarget:    0.99,
+		// At a large batch the P95 of per-request TPOT sits about 20 %
+		// over the mean inter-token latency, so a mean at 80 % of the
+		// threshold is a P95 over it.
+		DecodeMeanShare: 0.8,
+		// A queue pushes most requests over the TTFT threshold; a large
+		// batch delays only the prompts that land behind slow steps.
+		TTFTHold: 0.9,
+		// Boost clocks wander by a few percent; 85 % of the maximum
+		// under load is the driver holding the GPU back.
+		ClockRatio: 0.85,
+		// Half the window's readings throttled is sustained.
+		ThrottleShare: 0.5,
+		// Healthy engines fail requests rarely; 5 % in errors is a
+		// broken engine, counted over at least 10 requests.
+		ErrorRatio:  0.05,
+		MinFinished: 10,
+		// Half the scrapes of the window failing is a dead target.
+		DownShare: 0.5,
+	}
+}
+
+// Validate reports the first settings that cannot work.
+func (s Settings) Validate() error {
+	var errs []error
+	if s.Window <= 0 {
+		errs = append(errs, errors.New("window must be positive"))
+	}
+	if s.Baseline < s.Window {
+		errs = append(errs, fmt.Errorf("baseline %s must be at least the window %s", s.Baseline, s.Window))
+	}
+	if s.Enter < 1 || s.Leave < 1 {
+		errs = append(errs, errors.New("enter and leave must be at least 1"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,180 @@
+package exporter
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// diagSignal is one llm_signal_* gauge: evidence of the classifier that
+// PromQL cannot compute from the other series (baselines, slopes, the
+// observed batch ceiling), for alert annotations to quote.
+type diagSignal struct {
+	name, help string
+	get        func(v *diagnosis.Verdict) diagnosis.Value
+}
+
+var diagSignals = []diagSignal{
+	{"llm_signal_waiting_slope", "Growth of the waiting queue over the diagnosis window, in requests per second (least squares).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.WaitingSlope }},
+	{"llm_signal_running_ceiling", "Largest running batch seen over the diagnosis baseline and window: the batch ceiling as far as it can be observed.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.RunningCeiling }},
+	{"llm_signal_kv_cache_per_running_request", "KV-cache usage over the running batch, median over the diagnosis window's scrapes: the share of the cache one running request holds.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.KVPerRunning }},
+	{"llm_signal_kv_cache_per_running_request_baseline", "llm_signal_kv_cache_per_running_request over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.KVPerRunning }},
+	{"llm_signal_prompt_tokens_per_request", "Prompt tokens per request (counted at the first token) in the diagnosis window.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.PromptTokensPerRequest }},
+	{"llm_signal_prompt_tokens_per_request_baseline", "Prompt tokens per request over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PromptTokensPerRequest }},
+	{"llm_signal_prefix_cache_hit_ratio_baseline", "Prefix-cache hit ratio (hit tokens over queried tokens) over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PrefixHitRatio }},
+	{"llm_signal_inter_token_latency_mean_seconds_baseline", "Mean inter-token latency over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.DecodeMean }},
+	{"llm_signal_generation_tokens_per_second_baseline", "Generation tokens per second over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GenerationTokensPerSecond }},
+	{"llm_signal_decode_attainment_ratio", "Share of requests within the decode (TPOT) objective the decode_saturation rule judges, in the diagnosis window; absent where the engine has only per-token data.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.DecodeAttainment }},
+	{"llm_signal_gpu_sm_clock_ratio_baseline", "Lowest SM clock over its maximum among the target's GPUs, mean over the diagnosis baseline (lagged by one window).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GPUClockRatio }},
+	{"llm_signal_gpu_throttled_ratio", "Share of the diagnosis window's GPU readings with a thermal, hardware or power-brake slowdown reason on any of the target's GPUs.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.GPUThrottledShare }},
+}
+
+// diagDescs are the descriptors of a target's failure-mode series.
+type diagDescs struct {
+	mode, supported *prometheus.Desc
+	signals         []*prometheus.Desc
+}
+
+func newDiagDescs(cl prometheus.Labels) *diagDescs {
+	d := &diagDescs{
+		mode: prometheus.NewDesc("llm_failure_mode",
+			"1 while the failure-mode classifier names this mode for the target, 0 otherwise; only modes the target supports (see llm_failure_mode_supported). A mode is raised after diagnosis.enter consecutive matching judgements of the window and cleared after diagnosis.leave clean ones.",
+			[]string{"engine", "mode"}, cl),
+		supported: prometheus.NewDesc("llm_failure_mode_supported",
+			"1 when the target's engine and GPU backend expose the signals the mode's rule needs, 0 when they do not (the mode is then unsupported, never reported as clear).",
+			[]string{"engine", "mode"}, cl),
+	}
+	for _, s := range diagSignals {
+		d.signals = append(d.signals, prometheus.NewDesc(s.name, s.help, []string{"engine"}, cl))
+	}
+	return d
+}
+
+// setDiagnosis applies the diagnosis settings and the target's SLOs,
+// keeping the history.
+func (t *target) setDiagnosis(s diagnosis.Settings, slos []goodput.SLO) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.diag == nil {
+		t.diag = diagnosis.New(s)
+	} else {
+		t.diag.Reconfigure(s)
+	}
+	t.diag.SetObjectives(diagnosis.ObjectivesFor(t.cfg.Name, slos, s.Thresholds))
+}
+
+// diagnose folds the cycle into the classifier; t.mu is held. snap is
+// nil when the scrape failed.
+func (t *target) diagnose(now time.Time, snap *snapshot.Snapshot) {
+	if t.diag == nil {
+		t.diag = diagnosis.New(diagnosis.DefaultSettings())
+	}
+	t.diag.Observe(now, snap, t.gpu.devs, len(t.gpu.devs) > 0)
+}
+
+// verdict returns the latest judgement.
+func (t *target) verdict() (diagnosis.Verdict, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.diag == nil {
+		return diagnosis.Verdict{}, false
+	}
+	v := t.diag.Verdict()
+	return v, !v.At.IsZero()
+}
+
+// diagnosisMetrics appends the failure-mode series; t.mu is held.
+func (t *target) diagnosisMetrics(out []prometheus.Metric, engine string) []prometheus.Metric {
+	if t.diag == nil {
+		return out
+	}
+	v := t.diag.Verdict()
+	if v.At.IsZero() {
+		return out
+	}
+	d := t.diagD
+	for _, m := range diagnosis.Modes() {
+		st := v.Modes[m]
+		out = append(out, collector.Metric(d.supported, prometheus.GaugeValue, b2f(st.Supported), engine, m.String()))
+		if st.Supported {
+			out = append(out, collector.Metric(d.mode, prometheus.GaugeValue, b2f(st.Raised), engine, m.String()))
+		}
+	}
+	if !v.Ready {
+		return out
+	}
+	for i, s := range diagSignals {
+		if x := s.get(&v); x.OK {
+			out = append(out, collector.Metric(d.signals[i], prometheus.GaugeValue, x.V, engine))
+		}
+	}
+	return out
+}
+
+// verdictText is the landing page's failure-mode cell: the raised modes
+// and their evidence, else "none", and the modes the target cannot judge.
+func verdictText(t *target) (string, []string) {
+	v, ok := t.verdict()
+	if !ok {
+		return "pending", nil
+	}
+	var names, ev, unsup []string
+	for _, m := range diagnosis.Modes() {
+		st := v.Modes[m]
+		switch {
+		case st.Raised:
+			names = append(names, m.String())
+			ev = append(ev, m.String()+": "+st.Evidence)
+		case !st.Supported:
+			unsup = append(unsup, m.String()+" (no "+strings.Join(st.Missing, ", ")+")")
+		}
+	}
+	verdict := strings.Join(names, ", ")
+	switch {
+	case !v.Ready:
+		verdict = "warming up (less than one window of history)"
+	case verdict == "":
+		verdict = "none"
+	}
+	if len(unsup) > 0 {
+		ev = append(ev, "unsupported: "+strings.Join(unsup, "; "))
+	}
+	return verdict, ev
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Verdict is the latest failure-mode judgement of the named target, for
+// a live view; false when the target is unknown or not yet judged.
+func (e *Exporter) Verdict(target string) (diagnosis.Verdict, bool) {
+	e.mu.Lock()
+	t := e.targets[target]
+	e.mu.Unlock()
+	if t == nil {
+		return diagnosis.Verdict{}, false
+	}
+	return t.verdict()
+}
