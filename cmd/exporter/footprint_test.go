@@ -64,8 +64,14 @@ func BenchmarkDaemonFootprint(b *testing.B) {
 			}
 			base, pid := startDaemon(b, args...)
 			time.Sleep(3 * time.Second) // every target scraped at least twice
-			if body := getTB(b, base+"/metrics"); len(upLine.FindAllString(body, -1)) != c.engines {
-				b.Fatalf("targets not all up:\n%.2000s", body)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				body := getTB(b, base+"/metrics")
+				if len(upLine.FindAllString(body, -1)) == c.engines {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("targets not all up:\n%.2000s", body)
+				}
 			}
 			cpu0 := cpuSeconds(b, pid)
 			start := time.Now()
