@@ -94,6 +94,11 @@ func New(opts Options) *Exporter {
 	return e
 }
 
+// Registry is the registry of the exporter's own and GPU series, where
+// other collectors of the daemon may register; engine, SLO and cost series
+// are not in it (see Gatherer).
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
 // Gatherer gathers the exporter's own, GPU and engine series, without Go
 // and process metrics (for tests and linting).
 func (e *Exporter) Gatherer() prometheus.Gatherer {
