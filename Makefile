@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo
+.PHONY: all build test lint fmt-check vet bench demo fuzz
 
 all: build test
 
@@ -25,6 +25,18 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# fuzz runs each fuzz target for FUZZTIME, a count (CI: 20000x, about 10 s each) or a time
+# (a time can fail spuriously on Go 1.26: go.dev/issue/75804). A crasher is
+# written under the package's testdata/fuzz and then runs with every test.
+FUZZTIME ?= 100000x
+FUZZ_TARGETS := ./collector/:FuzzParse ./config/:FuzzParse ./collector/gpu/:FuzzParseDCGMExporter ./goodput/:FuzzTrackerSequence
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name $$pkg ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
 
 # bench reproduces docs/benchmarks.md.
 bench:

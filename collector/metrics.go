@@ -135,43 +135,99 @@ func (d *Descs) Collect(ch chan<- prometheus.Metric, snap *snapshot.Snapshot) {
 	}
 }
 
-// Append adds the normalized series of one snapshot to out.
+// Append adds the normalized series of one snapshot to out as const
+// metrics.
 func (d *Descs) Append(out []prometheus.Metric, snap *snapshot.Snapshot) []prometheus.Metric {
+	s := ConstSink(out)
+	d.Emit(&s, snap)
+	return s
+}
+
+// LabelValues are up to six label values, passed by value so that emitting
+// a series allocates nothing.
+type LabelValues struct {
+	N int
+	V [6]string
+}
+
+// Labels packs label values (at most six).
+func Labels(v ...string) (lv LabelValues) {
+	lv.N = copy(lv.V[:], v)
+	return lv
+}
+
+// Slice returns the values as a slice.
+func (lv *LabelValues) Slice() []string { return lv.V[:lv.N] }
+
+// Sink receives series one by one: the exporter's renderer keeps a
+// dto.Metric per series between renders and only updates its value, and
+// ConstSink builds client_golang const metrics.
+type Sink interface {
+	Sample(desc *prometheus.Desc, typ prometheus.ValueType, v float64, lv LabelValues)
+	Histogram(desc *prometheus.Desc, h *snapshot.Histogram, lv LabelValues)
+}
+
+// Emit sends the normalized series of one snapshot to s. Absent signals
+// are not sent.
+func (d *Descs) Emit(s Sink, snap *snapshot.Snapshot) {
 	e := string(snap.Engine)
-	send := func(m prometheus.Metric) { out = append(out, m) }
 	for i := range snap.Models {
 		m := &snap.Models[i]
 		for g, v := range m.Gauges {
 			if v.OK {
-				send(Metric(d.gauges[g], prometheus.GaugeValue, v.V, e, m.Name))
+				s.Sample(d.gauges[g], prometheus.GaugeValue, v.V, Labels(e, m.Name))
 			}
 		}
 		for c, v := range m.Counters {
 			if v.OK {
-				send(Metric(d.counters[c], prometheus.CounterValue, v.V, e, m.Name))
+				s.Sample(d.counters[c], prometheus.CounterValue, v.V, Labels(e, m.Name))
 			}
 		}
 		for reason, v := range m.Finished {
-			send(Metric(d.finished, prometheus.CounterValue, v, e, m.Name, reason))
+			s.Sample(d.finished, prometheus.CounterValue, v, Labels(e, m.Name, reason))
 		}
 		for h, hv := range m.Hists {
-			if hv == nil {
-				continue
+			if hv != nil {
+				s.Histogram(d.hists[h], hv, Labels(e, m.Name))
 			}
-			buckets := make(map[float64]uint64, len(hv.Bounds))
-			for j, b := range hv.Bounds {
-				buckets[b] = toCount(hv.Cumulative[j])
-			}
-			met, err := prometheus.NewConstHistogram(d.hists[h], toCount(hv.Count), hv.Sum, buckets, e, m.Name)
-			if err != nil {
-				send(prometheus.NewInvalidMetric(d.hists[h], fmt.Errorf("model %q: %w", m.Name, err)))
-				continue
-			}
-			send(met)
 		}
 	}
-	return out
 }
+
+// ConstSink collects series as client_golang const metrics; a series that
+// cannot be built becomes an invalid metric, reported for itself alone.
+type ConstSink []prometheus.Metric
+
+// Sample implements Sink.
+func (c *ConstSink) Sample(desc *prometheus.Desc, typ prometheus.ValueType, v float64, lv LabelValues) {
+	*c = append(*c, Metric(desc, typ, v, lv.Slice()...))
+}
+
+// Histogram implements Sink.
+func (c *ConstSink) Histogram(desc *prometheus.Desc, h *snapshot.Histogram, lv LabelValues) {
+	*c = append(*c, HistogramMetric(desc, h, lv.Slice()...))
+}
+
+// HistogramMetric is a const histogram of h, or an invalid metric.
+func HistogramMetric(desc *prometheus.Desc, h *snapshot.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	for j, b := range h.Bounds {
+		buckets[b] = toCount(h.Cumulative[j])
+	}
+	met, err := prometheus.NewConstHistogram(desc, toCount(h.Count), h.Sum, buckets, labels...)
+	if err != nil {
+		model := ""
+		if len(labels) > 1 {
+			model = labels[1]
+		}
+		return prometheus.NewInvalidMetric(desc, fmt.Errorf("model %q: %w", model, err))
+	}
+	return met
+}
+
+// ToCount rounds a cumulative float count to the integer a histogram
+// bucket carries.
+func ToCount(v float64) uint64 { return toCount(v) }
 
 func toCount(v float64) uint64 { return uint64(math.Round(v)) }
 

@@ -2,43 +2,33 @@ package exporter
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 )
 
-// engineCollector emits every target's latest state as const metrics.
-// It describes nothing up front: the series depend on what each engine
-// exposes, so the registry treats it as unchecked.
-type engineCollector Exporter
-
-func (c *engineCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	e := (*Exporter)(c)
+// emitSeries sends every target's series, the declared SLOs and the costs
+// to s. The renderer passes its series cache; a test may pass a
+// collector.ConstSink to get the same series as const metrics.
+func (e *Exporter) emitSeries(s collector.Sink) {
 	cfg := e.config()
-	sloConfigMetrics(cfg.GoodputSLOs(), ch)
+	sloConfigSeries(cfg.GoodputSLOs(), s)
 	targets := e.sortedTargets()
-	var buf []prometheus.Metric
 	for _, t := range targets {
-		buf = t.metrics(buf[:0])
-		for _, m := range buf {
-			ch <- m
-		}
-		e.costMetric(cfg, t, len(targets), ch)
-	}
-	if e.opts.GPU != nil {
-		e.opts.GPU.Metrics(ch)
+		t.emit(s)
+		e.costSeries(cfg, t, len(targets), s)
 	}
 }
 
-// metrics builds the target's series under its lock, so that the channel
-// sends (which wait on the registry) happen without it.
-func (t *target) metrics(out []prometheus.Metric) []prometheus.Metric {
+// emit sends the target's series under its lock.
+func (t *target) emit(s collector.Sink) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := &t.state
 	if !st.attempted {
-		return out
+		return
 	}
 	engine := string(st.engine)
 	if engine == "" {
@@ -48,12 +38,37 @@ func (t *target) metrics(out []prometheus.Metric) []prometheus.Metric {
 	if st.up {
 		up = 1
 	}
-	out = append(out, collector.Metric(t.descs.Up, prometheus.GaugeValue, up, engine))
+	s.Sample(t.descs.Up, prometheus.GaugeValue, up, collector.Labels(engine))
 	if st.up && st.snap != nil {
-		out = t.descs.Append(out, st.snap)
+		t.descs.Emit(s, st.snap)
 	}
-	out = t.diagnosisMetrics(out, engine)
+	t.diagnosisMetrics(s, engine)
 	// Goodput counters are the daemon's own and never reset, so they stay
 	// while the engine is down: rate() over them remains continuous.
-	return t.sloD.metrics(t.tracker, st.engine, out)
+	t.sloD.emit(s, t.tracker, st.engine)
+}
+
+// gpuCollector exports the GPU series through the registry (a few per
+// GPU: no need for the series cache).
+type gpuCollector struct{ m *gpu.Manager }
+
+func (g gpuCollector) Describe(chan<- *prometheus.Desc)    {}
+func (g gpuCollector) Collect(ch chan<- prometheus.Metric) { g.m.Metrics(ch) }
+
+// engineGatherer gathers the cached series for callers other than the
+// renderer (tests, linting): copies, so that the next render cannot change
+// them under the caller.
+type engineGatherer Exporter
+
+func (g *engineGatherer) Gather() ([]*dto.MetricFamily, error) {
+	e := (*Exporter)(g)
+	var out []*dto.MetricFamily
+	var err error
+	e.series.gather(e.emitSeries, func(mfs []*dto.MetricFamily, gerr error) {
+		for _, mf := range mfs {
+			out = append(out, proto.Clone(mf).(*dto.MetricFamily))
+		}
+		err = gerr
+	})
+	return out, err
 }

@@ -14,9 +14,9 @@ func newCostDesc(cl prometheus.Labels) *prometheus.Desc {
 		[]string{"currency", "basis"}, cl)
 }
 
-// costMetric sends llm_engine_hourly_cost for a target, or nothing when the
+// costSeries sends llm_engine_hourly_cost for a target, or nothing when the
 // price cannot be known (no pricing, or a per-GPU price and no GPU count).
-func (e *Exporter) costMetric(cfg *config.Config, t *target, ntargets int, ch chan<- prometheus.Metric) {
+func (e *Exporter) costSeries(cfg *config.Config, t *target, ntargets int, s collector.Sink) {
 	if cfg.Pricing == nil {
 		return
 	}
@@ -50,5 +50,5 @@ func (e *Exporter) costMetric(cfg *config.Config, t *target, ntargets int, ch ch
 		e.warnOnce("cost/"+t.cfg.Name, "no hourly cost for target: pricing is per GPU-hour but its GPUs are unknown (set gpus: on the target)", "target", t.cfg.Name)
 		return
 	}
-	ch <- collector.Metric(t.costD, prometheus.GaugeValue, cost, cfg.Pricing.Currency, basis)
+	s.Sample(t.costD, prometheus.GaugeValue, cost, collector.Labels(cfg.Pricing.Currency, basis))
 }

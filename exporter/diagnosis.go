@@ -102,31 +102,30 @@ func (t *target) verdict() (diagnosis.Verdict, bool) {
 }
 
 // diagnosisMetrics appends the failure-mode series; t.mu is held.
-func (t *target) diagnosisMetrics(out []prometheus.Metric, engine string) []prometheus.Metric {
+func (t *target) diagnosisMetrics(s collector.Sink, engine string) {
 	if t.diag == nil {
-		return out
+		return
 	}
 	v := t.diag.Verdict()
 	if v.At.IsZero() {
-		return out
+		return
 	}
 	d := t.diagD
 	for _, m := range diagnosis.Modes() {
 		st := v.Modes[m]
-		out = append(out, collector.Metric(d.supported, prometheus.GaugeValue, b2f(st.Supported), engine, m.String()))
+		s.Sample(d.supported, prometheus.GaugeValue, b2f(st.Supported), collector.Labels(engine, m.String()))
 		if st.Supported {
-			out = append(out, collector.Metric(d.mode, prometheus.GaugeValue, b2f(st.Raised), engine, m.String()))
+			s.Sample(d.mode, prometheus.GaugeValue, b2f(st.Raised), collector.Labels(engine, m.String()))
 		}
 	}
 	if !v.Ready {
-		return out
+		return
 	}
-	for i, s := range diagSignals {
-		if x := s.get(&v); x.OK {
-			out = append(out, collector.Metric(d.signals[i], prometheus.GaugeValue, x.V, engine))
+	for i, sig := range diagSignals {
+		if x := sig.get(&v); x.OK {
+			s.Sample(d.signals[i], prometheus.GaugeValue, x.V, collector.Labels(engine))
 		}
 	}
-	return out
 }
 
 // verdictText is the landing page's failure-mode cell: the raised modes

@@ -38,7 +38,7 @@ func manualTarget(t *testing.T, rel, engine string) (*Exporter, *target) {
 
 func gather(t *testing.T, e *Exporter) map[string]*dto.MetricFamily {
 	t.Helper()
-	mfs, err := e.reg.Gather()
+	mfs, err := e.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestFailureModeRaisedAndShown(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(body), "<b>engine_stall</b>") || !strings.Contains(string(body), "up in 0% of scrapes") {
+	if !strings.Contains(string(body), "<strong>engine_stall</strong>") || !strings.Contains(string(body), "up in 0% of scrapes") {
 		t.Errorf("landing page lacks the verdict and its evidence:\n%s", body)
 	}
 }

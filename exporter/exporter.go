@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
@@ -57,6 +58,7 @@ type Exporter struct {
 	loops    sync.WaitGroup // renderer and GPU cycle
 
 	reg      *prometheus.Registry
+	series   *seriesCache
 	gatherer prometheus.Gatherers
 	self     *selfMetrics
 	render   *renderer
@@ -75,18 +77,33 @@ func New(opts Options) *Exporter {
 		reg:       prometheus.NewRegistry(),
 	}
 	e.self = newSelfMetrics(e.reg)
-	e.reg.MustRegister(versioncollector.NewCollector("goodput_exporter"), (*engineCollector)(e))
+	e.reg.MustRegister(versioncollector.NewCollector("goodput_exporter"))
+	if opts.GPU != nil {
+		e.reg.MustRegister(gpuCollector{opts.GPU})
+	}
 	// Go and process metrics live on their own registry, as in node_exporter.
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	e.gatherer = prometheus.Gatherers{e.reg, &slowGatherer{g: runtime, period: opts.Interval}}
-	e.render = newRenderer(e.gatherer, e.self, e.logger)
+	// Engine, SLO and cost series (thousands per engine) bypass the
+	// registry: the series cache keeps their dto.Metric between renders.
+	e.series = newSeriesCache()
+	e.render = newRenderer(e.gatherer, func(use func([]*dto.MetricFamily, error)) {
+		e.series.gather(e.emitSeries, use)
+	}, e.self, e.logger)
 	return e
 }
 
-// Registry is the registry of the exporter's own and engine series,
-// without Go and process metrics (for tests and linting).
+// Registry is the registry of the exporter's own and GPU series, where
+// other collectors of the daemon may register; engine, SLO and cost series
+// are not in it (see Gatherer).
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Gatherer gathers the exporter's own, GPU and engine series, without Go
+// and process metrics (for tests and linting).
+func (e *Exporter) Gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{e.reg, (*engineGatherer)(e)}
+}
 
 // Start loads the first configuration and starts collecting until ctx
 // ends; Wait blocks until every target goroutine has stopped.

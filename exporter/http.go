@@ -68,7 +68,7 @@ var landingTmpl = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <p>Goodput, KV-cache pressure and failure-mode signals for LLM inference engines. <a href="{{.Path}}">Metrics</a></p>
 <h2>Targets</h2>
 <table><tr><th>target</th><th>url</th><th>engine</th><th>state</th><th>last scrape</th><th>last error</th><th>failure mode</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Engine}}</td><td class="{{.State}}">{{.State}}</td><td>{{.Age}}</td><td>{{.Error}}{{range .FamilyErrors}}<br>{{.}}{{end}}</td><td><b>{{.Verdict}}</b>{{range .Evidence}}<br><small>{{.}}</small>{{end}}</td></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.URL}}</td><td>{{.Engine}}</td><td class="{{.State}}">{{.State}}</td><td>{{.Age}}</td><td>{{.Error}}{{range .FamilyErrors}}<br>{{.}}{{end}}</td><td><strong>{{.Verdict}}</strong>{{range .Evidence}}<br><small>{{.}}</small>{{end}}</td></tr>
 {{else}}<tr><td colspan="7">no targets configured (use --config.file or --target NAME=URL)</td></tr>{{end}}
 </table></body></html>
 `))

@@ -83,6 +83,7 @@ func TestReload(t *testing.T) {
 	mu.Lock()
 	failNext = errors.New("line 3: broken")
 	mu.Unlock()
+	running := map[string]*target{"a": ex.targets["a"], "b": ex.targets["b"]}
 	body := post(t, hs.web.URL+"/-/reload", http.StatusBadRequest)
 	if !strings.Contains(body, "line 3: broken") {
 		t.Errorf("reload error not shown: %q", body)
@@ -91,8 +92,12 @@ func TestReload(t *testing.T) {
 	if value(mfs, "goodput_exporter_config_last_reload_successful", nil) != 0 {
 		t.Error("failed reload not reflected in the gauge")
 	}
-	if value(mfs, "llm_up", map[string]string{"target": "b"}) != 1 || value(mfs, "llm_up", map[string]string{"target": "a"}) != 1 {
-		t.Error("a failed reload must keep the running targets")
+	// The same targets keep running and exporting (whether their last
+	// 50 ms scrape made it on a loaded machine is not the point here).
+	for name, tg := range running {
+		if ex.targets[name] != tg || value(mfs, "llm_up", map[string]string{"target": name}) == -1 {
+			t.Errorf("a failed reload must keep the running target %s", name)
+		}
 	}
 
 	mu.Lock()

@@ -45,11 +45,11 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 	}
 }
 
-// sloMetrics turns a tracker's state into const metrics.
-func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []prometheus.Metric) []prometheus.Metric {
+// emit sends a tracker's state as series.
+func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.Engine) {
 	e := string(engine)
-	cm := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, lv ...string) {
-		out = append(out, collector.Metric(desc, t, v, lv...))
+	cm := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, lv collector.LabelValues) {
+		s.Sample(desc, t, v, lv)
 	}
 	for _, ms := range tr.Models() {
 		for _, ss := range ms.SLOs {
@@ -64,16 +64,16 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 				if os.Objective.Kind == goodput.KindError && r.Supported {
 					source = "finished_reason"
 				}
-				cm(d.supported, prometheus.GaugeValue, sup, e, ms.Model, ss.SLO, obj, source, strconv.FormatBool(r.Fallback))
+				cm(d.supported, prometheus.GaugeValue, sup, collector.Labels(e, ms.Model, ss.SLO, obj, source, strconv.FormatBool(r.Fallback)))
 				if !r.Supported && os.Total.Judged == 0 {
 					continue
 				}
-				cm(d.requests, prometheus.CounterValue, os.Total.Judged, e, ms.Model, ss.SLO, obj)
-				cm(d.good, prometheus.CounterValue, os.Total.Good, e, ms.Model, ss.SLO, obj)
+				cm(d.requests, prometheus.CounterValue, os.Total.Judged, collector.Labels(e, ms.Model, ss.SLO, obj))
+				cm(d.good, prometheus.CounterValue, os.Total.Good, collector.Labels(e, ms.Model, ss.SLO, obj))
 				if os.Objective.Kind == goodput.KindError {
-					cm(d.aborted, prometheus.CounterValue, os.Total.Aborted, e, ms.Model, ss.SLO, obj)
+					cm(d.aborted, prometheus.CounterValue, os.Total.Aborted, collector.Labels(e, ms.Model, ss.SLO, obj))
 				} else {
-					cm(d.interpolated, prometheus.CounterValue, os.Total.Interpolated, e, ms.Model, ss.SLO, obj)
+					cm(d.interpolated, prometheus.CounterValue, os.Total.Interpolated, collector.Labels(e, ms.Model, ss.SLO, obj))
 				}
 			}
 			j := ss.Joint
@@ -81,21 +81,20 @@ func (d *sloDescs) metrics(tr *goodput.Tracker, engine snapshot.Engine, out []pr
 				continue
 			}
 			if j.RequestsSource != "" {
-				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Lower, e, ms.Model, ss.SLO, "lower")
-				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Upper, e, ms.Model, ss.SLO, "upper")
+				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
+				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Upper, collector.Labels(e, ms.Model, ss.SLO, "upper"))
 			}
 			if j.TokensSupported {
-				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, e, ms.Model, ss.SLO, "lower")
-				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Upper, e, ms.Model, ss.SLO, "upper")
+				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
+				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Upper, collector.Labels(e, ms.Model, ss.SLO, "upper"))
 				bounded := 0.0
 				if j.TokensBounded {
 					bounded = 1
 				}
-				cm(d.tokBounded, prometheus.GaugeValue, bounded, e, ms.Model, ss.SLO)
+				cm(d.tokBounded, prometheus.GaugeValue, bounded, collector.Labels(e, ms.Model, ss.SLO))
 			}
 		}
 	}
-	return out
 }
 
 // sloNotes logs, once per target, model and SLO, what an operator should
@@ -256,15 +255,15 @@ func bucketFlags(engine snapshot.Engine, advice map[string][]float64) string {
 	return strings.Join(parts, " ")
 }
 
-// sloConfigMetrics exports the declared objectives as values, so that
+// sloConfigSeries exports the declared objectives as values, so that
 // rules compute burn rates generically.
-func sloConfigMetrics(slos []goodput.SLO, ch chan<- prometheus.Metric) {
-	for _, s := range slos {
-		for _, o := range s.Objectives {
+func sloConfigSeries(slos []goodput.SLO, s collector.Sink) {
+	for _, sl := range slos {
+		for _, o := range sl.Objectives {
 			if o.Kind.Latency() {
-				ch <- collector.Metric(thresholdDesc, prometheus.GaugeValue, o.Threshold, s.Name, string(o.Kind))
+				s.Sample(thresholdDesc, prometheus.GaugeValue, o.Threshold, collector.Labels(sl.Name, string(o.Kind)))
 			}
-			ch <- collector.Metric(targetDesc, prometheus.GaugeValue, o.Target, s.Name, string(o.Kind))
+			s.Sample(targetDesc, prometheus.GaugeValue, o.Target, collector.Labels(sl.Name, string(o.Kind)))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -40,7 +41,9 @@ func TestGoodputTokensBoundedOrEstimate(t *testing.T) {
 		}
 	}
 	got := map[string]float64{}
-	for _, m := range newSLODescs(nil).metrics(tr, snapshot.VLLM, nil) {
+	var sink collector.ConstSink
+	newSLODescs(nil).emit(&sink, tr, snapshot.VLLM)
+	for _, m := range sink {
 		desc := m.Desc().String()
 		var pb dto.Metric
 		if err := m.Write(&pb); err != nil {

@@ -80,7 +80,7 @@ func TestWindowGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.GatherAndCompare(e.reg, bytes.NewReader(want), windowSeries...); err != nil {
+	if err := testutil.GatherAndCompare(e.Gatherer(), bytes.NewReader(want), windowSeries...); err != nil {
 		t.Error(err)
 	}
 	e.render.now()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,11 +28,26 @@ func BenchmarkDaemonFootprint(b *testing.B) {
 		b.Fatal(err)
 	}
 	large := testbody.Multiply(medium, "meta-llama/Llama-3.1-8B-Instruct", 100)
+	// A port that refuses connections, for dead targets.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/metrics"
+	l.Close()
+	// A server that accepts and never answers, for hanging targets.
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	b.Cleanup(hang.Close)
 	for _, c := range []struct {
-		name    string
-		engines int
-		body    []byte
-	}{{"8-medium-engines", 8, medium}, {"one-30k-sample-engine", 1, large}} {
+		name          string
+		engines       int
+		body          []byte
+		dead, hanging int
+	}{
+		{"8-medium-engines", 8, medium, 0, 0},
+		{"one-30k-sample-engine", 1, large, 0, 0},
+		{"100-targets-10-dead-5-hanging", 85, medium, 10, 5},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			args := []string{"--collect.interval=1s", "--collect.timeout=1s", "--config.file=testdata/footprint.yml"}
 			for i := range c.engines {
@@ -40,10 +56,22 @@ func BenchmarkDaemonFootprint(b *testing.B) {
 				b.Cleanup(srv.Close)
 				args = append(args, "--target", fmt.Sprintf("engine-%d=%s", i, srv.URL))
 			}
+			for i := range c.dead {
+				args = append(args, "--target", fmt.Sprintf("dead-%d=%s", i, refused))
+			}
+			for i := range c.hanging {
+				args = append(args, "--target", fmt.Sprintf("hanging-%d=%s", i, hang.URL))
+			}
 			base, pid := startDaemon(b, args...)
 			time.Sleep(3 * time.Second) // every target scraped at least twice
-			if body := getTB(b, base+"/metrics"); len(upLine.FindAllString(body, -1)) != c.engines {
-				b.Fatalf("targets not all up:\n%.2000s", body)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				body := getTB(b, base+"/metrics")
+				if len(upLine.FindAllString(body, -1)) == c.engines {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("targets not all up:\n%.2000s", body)
+				}
 			}
 			cpu0 := cpuSeconds(b, pid)
 			start := time.Now()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 
@@ -71,6 +72,11 @@ func parseDCGMExporter(r io.Reader) (exporterScrape, error) {
 				return exporterScrape{}, fmt.Errorf("%s: %w", name, err)
 			}
 			v := sampleValue(m)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				// No reading, not a value: NaN power would poison the
+				// integrated energy for good.
+				continue
+			}
 			d := &g.dev
 			bit := events[labels["clock_event"]]
 			switch {
@@ -95,7 +101,14 @@ func parseDCGMExporter(r io.Reader) (exporterScrape, error) {
 		}
 	}
 	for _, g := range gpus {
-		out.Devices = append(out.Devices, g.finish())
+		d := g.finish()
+		// Pods come in the order their families were met, which is map
+		// order: sort them so that one body always reads the same.
+		slices.SortFunc(d.Pods, func(a, b PodRef) int {
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+				cmp.Compare(a.Container, b.Container), cmp.Compare(a.MIGInstance, b.MIGInstance))
+		})
+		out.Devices = append(out.Devices, d)
 	}
 	slices.SortFunc(out.Devices, func(a, b Device) int {
 		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.UUID, b.UUID))
@@ -139,7 +152,7 @@ func exporterValue(name string, v float64) float64 {
 // accumFor finds or starts the GPU a series belongs to.
 func accumFor(gpus map[string]*gpuAccum, labels map[string]string) (*gpuAccum, error) {
 	idx, err := strconv.Atoi(labels["gpu"])
-	if err != nil {
+	if err != nil || idx < 0 {
 		return nil, fmt.Errorf("series without a numeric gpu label: %v", labels)
 	}
 	uuid := cmp.Or(labels["UUID"], labels["uuid"])

@@ -1,0 +1,133 @@
+package collector
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+const (
+	ctText        = "text/plain; version=0.0.4; charset=utf-8"
+	ctOpenMetrics = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+)
+
+var fuzzEngines = []snapshot.Engine{snapshot.VLLM, snapshot.SGLang, snapshot.LlamaCPP}
+
+// FuzzParse feeds the engine parser arbitrary bodies, as the classic text
+// format and as OpenMetrics, for each engine. Seeds: every capture under
+// testdata/fixtures, in both formats. Whatever the body, the parser must
+// not panic, must keep at most model_limit models, and must give the same
+// snapshot when the same body comes again (the second parse goes through
+// its series cache, the first does not).
+func FuzzParse(f *testing.F) {
+	paths, err := filepath.Glob("testdata/fixtures/*/*.prom")
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no fixtures: %v", err)
+	}
+	for _, p := range paths {
+		body, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for e := range fuzzEngines {
+			f.Add(body, false, uint8(e))
+		}
+		if om := textToOpenMetrics(body); om != nil {
+			f.Add(om, true, uint8(0))
+		}
+	}
+	f.Add([]byte("vllm:num_requests_running{model_name=\"a\"} 1\n# EOF\n"), true, uint8(0))
+	f.Add([]byte{0xff, 0xfe, 0, '\n'}, false, uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, openMetrics bool, engine uint8) {
+		e := fuzzEngines[int(engine)%len(fuzzEngines)]
+		ct := ctText
+		if openMetrics {
+			ct = ctOpenMetrics
+		}
+		const limit = 4
+		p, err := NewParser(e, ParseOptions{DefaultModel: "unknown", ModelLimit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Unix(1_700_000_000, 0)
+		first, err := p.Parse(body, ct, now)
+		if err != nil {
+			return
+		}
+		if len(first.Models) > limit {
+			t.Fatalf("%d models, limit %d", len(first.Models), limit)
+		}
+		again, err := p.Parse(body, ct, now)
+		if err != nil {
+			t.Fatalf("the same body parsed once, then failed: %v", err)
+		}
+		if a, b := describeModels(first.Models), describeModels(again.Models); a != b {
+			t.Fatalf("the same body parsed twice differs:\n%s\n%s", a, b)
+		}
+		for _, m := range first.Models {
+			for i, h := range m.Hists {
+				if h == nil {
+					continue
+				}
+				if len(h.Cumulative) != len(h.Bounds) {
+					t.Fatalf("model %q histogram %d: %d bounds, %d counts", m.Name, i, len(h.Bounds), len(h.Cumulative))
+				}
+				for j := 1; j < len(h.Bounds); j++ {
+					if !(h.Bounds[j] > h.Bounds[j-1]) {
+						t.Fatalf("model %q histogram %d: bounds not strictly ascending: %v", m.Name, i, h.Bounds)
+					}
+				}
+			}
+		}
+	})
+}
+
+// describeModels prints models with their histograms' contents (not their
+// pointers) and finish reasons in order.
+func describeModels(ms []snapshot.Model) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%q %v %v %v\n", m.Name, m.Gauges, m.Counters, m.HistSource)
+		for _, r := range slices.Sorted(maps.Keys(m.Finished)) {
+			fmt.Fprintf(&b, "  finished %q %v\n", r, m.Finished[r])
+		}
+		for i, h := range m.Hists {
+			if h != nil {
+				fmt.Fprintf(&b, "  hist %d %v %v %v %v\n", i, h.Bounds, h.Cumulative, h.Count, h.Sum)
+			}
+		}
+	}
+	return b.String()
+}
+
+// textToOpenMetrics re-encodes a text-format body as OpenMetrics 1.0, or
+// returns nil when expfmt cannot read it.
+func textToOpenMetrics(text []byte) []byte {
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	for _, mf := range mfs {
+		if enc.Encode(mf) != nil {
+			return nil
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		c.Close()
+	}
+	return buf.Bytes()
+}
