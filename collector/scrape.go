@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput-exporter/goodput-exporter/internal/fetch"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -73,54 +74,29 @@ type Scraper struct {
 	usual int
 	prev  *snapshot.Snapshot
 	cont  Continuity
-	host  string
 }
 
-// NewScraper checks the URL and prepares a client that refuses redirects
-// off the target's host.
+// NewScraper checks the URL and prepares a client with the daemon's fetch
+// policy (internal/fetch): no redirect off the target's host, no proxy
+// from the environment.
 func NewScraper(cfg ScraperConfig) (*Scraper, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
+	if _, err := url.Parse(cfg.URL); err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Name, err)
 	}
 	if cfg.MaxBody <= 0 {
 		return nil, fmt.Errorf("target %s: body cap must be positive", cfg.Name)
 	}
-	s := &Scraper{cfg: cfg, host: u.Host}
-	rt := cfg.Transport
-	if rt == nil {
-		rt = NewTransport()
+	client, err := fetch.NewClient(cfg.URL, cfg.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", cfg.Name, err)
 	}
-	s.client = &http.Client{Transport: rt, CheckRedirect: s.checkRedirect}
+	s := &Scraper{cfg: cfg, client: client}
 	if cfg.Engine != "" {
 		if s.parser, err = NewParser(cfg.Engine, cfg.Parse); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// NewTransport is the HTTP transport for engine scrapes: no proxy (engines
-// are on this node), bounded dials, gzip handled transparently.
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     90 * time.Second,
-	}
-}
-
-var errRedirectOffHost = errors.New("redirect off the target's host")
-
-func (s *Scraper) checkRedirect(req *http.Request, via []*http.Request) error {
-	if req.URL.Host != s.host {
-		return fmt.Errorf("%w: %s redirects to %s", errRedirectOffHost, s.cfg.URL, req.URL.Redacted())
-	}
-	if len(via) >= 5 {
-		return fmt.Errorf("%w: more than 5 redirects", errRedirectOffHost)
-	}
-	return nil
 }
 
 // Engine returns the engine in use, "" until detected.
@@ -266,13 +242,12 @@ func (s *Scraper) fetch(ctx context.Context) (string, http.Header, error) {
 		}
 		return "", nil, &ScrapeError{ReasonHTTPStatus, errors.New(msg)}
 	}
-	s.buf.Reset()
-	n, err := s.buf.ReadFrom(io.LimitReader(resp.Body, s.cfg.MaxBody+1))
-	if err != nil {
-		return "", nil, classify(ctx, fmt.Errorf("reading body: %w", err))
-	}
-	if n > s.cfg.MaxBody {
+	_, err = fetch.ReadBody(resp.Body, s.cfg.MaxBody, &s.buf)
+	switch {
+	case errors.Is(err, fetch.ErrBodyTooLarge):
 		return "", nil, &ScrapeError{ReasonBodyTooLarge, fmt.Errorf("body larger than the %d-byte cap (max_body_size)", s.cfg.MaxBody)}
+	case err != nil:
+		return "", nil, classify(ctx, fmt.Errorf("reading body: %w", err))
 	}
 	return resp.Header.Get("Content-Type"), resp.Header, nil
 }
@@ -280,7 +255,7 @@ func (s *Scraper) fetch(ctx context.Context) (string, http.Header, error) {
 func classify(ctx context.Context, err error) error {
 	var ne net.Error
 	switch {
-	case errors.Is(err, errRedirectOffHost):
+	case errors.Is(err, fetch.ErrRedirectOffHost):
 		return &ScrapeError{ReasonRedirect, err}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return &ScrapeError{ReasonTimeout, fmt.Errorf("timed out: %w", err)}
