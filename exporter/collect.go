@@ -54,5 +54,6 @@ func (t *target) metrics(out []prometheus.Metric) []prometheus.Metric {
 	}
 	// Goodput counters are the daemon's own and never reset, so they stay
 	// while the engine is down: rate() over them remains continuous.
-	return t.sloD.metrics(t.tracker, st.engine, out)
+	out = t.sloD.metrics(t.tracker, st.engine, out)
+	return t.exactMetrics(st.engine, out)
 }

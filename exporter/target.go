@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ type target struct {
 	timeout time.Duration
 	descs   *collector.Descs
 	sloD    *sloDescs
+	exactD  *exactDescs
+	host    netip.Addr // the IP in the URL, for matching trace senders
 	costD   *prometheus.Desc
 	scraper *collector.Scraper
 	logger  *slog.Logger
@@ -37,6 +40,8 @@ type target struct {
 	tracker *goodput.Tracker
 	slos    []goodput.SLO
 	notes   sloNotes
+	exact   *goodput.Exact        // judged from request traces
+	bounds  map[string]*boundSums // histogram bounds summed, for the self-check
 	// discSeen is, per discontinuity (model, series, kind), the update in
 	// which it was last seen: a series that keeps glitching is logged when
 	// it starts, and again only after it has been quiet for a while.
@@ -88,6 +93,9 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		timeout: timeout,
 		descs:   collector.NewDescs(tc.Name, tc.Labels),
 		sloD:    newSLODescs(cl),
+		exactD:  newExactDescs(cl),
+		host:    urlHost(tc.URL),
+		exact:   goodput.NewExact(tc.Name, slos, tc.ModelLimit),
 		costD:   newCostDesc(cl),
 		scraper: sc,
 		logger:  e.logger.With("target", tc.Name),
@@ -119,10 +127,14 @@ func constLabels(tc config.Target) prometheus.Labels {
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes := old.tracker, old.state, old.notes
+	exact, bounds := old.exact, old.bounds
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
+	t.exact, t.bounds = exact, bounds
+	t.exact.SetLimit(t.cfg.ModelLimit)
+	t.exact.Reconfigure(slos)
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
 	t.state.engine = t.scraper.Engine()
 	t.tracker.Reconfigure(slos)
@@ -135,6 +147,7 @@ func (t *target) reconfigure(slos []goodput.SLO) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker.Reconfigure(slos)
+	t.exact.Reconfigure(slos)
 	t.slos = slos
 }
 
@@ -235,6 +248,7 @@ func (t *target) scrape(ctx context.Context) {
 		if err := t.tracker.Update(snap); err != nil {
 			t.logger.Error("goodput update", "err", err)
 		}
+		t.noteBounds()
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
 		t.discontinuities()
 		if snap.Duplicates > 0 {

@@ -1,0 +1,266 @@
+package exporter
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/otlp"
+)
+
+// vllmSpan is one request as vLLM's llm_request span describes it.
+type vllmSpan struct {
+	model            string // gen_ai.response.model; "" leaves it out (vLLM V1)
+	ttft, e2e, queue float64
+	decode           float64 // 0 leaves gen_ai.latency.time_in_model_decode out
+	tokens           int64
+	reasons          string // gen_ai.response.finish_reasons, "" leaves it out
+	errStatus        bool
+	traceState       string
+	name             string  // span name; "" means llm_request
+	noE2E            bool    // another span of the trace, no request attributes
+	badE2E           float64 // when not 0, e2e is this (impossible) value
+}
+
+func (s vllmSpan) attrs() []attribute.KeyValue {
+	if s.noE2E {
+		return nil
+	}
+	e2e := s.e2e
+	if s.badE2E != 0 {
+		e2e = s.badE2E
+	}
+	kv := []attribute.KeyValue{
+		attribute.Float64(otlp.AttrTTFT, s.ttft),
+		attribute.Float64(otlp.AttrE2E, e2e),
+		attribute.Float64(otlp.AttrQueue, s.queue),
+		attribute.Int64(otlp.AttrPromptTokens, 100),
+		attribute.Int64(otlp.AttrCompletionTokens, s.tokens),
+	}
+	if s.model != "" {
+		kv = append(kv, attribute.String(otlp.AttrModel, s.model))
+	}
+	if s.decode != 0 {
+		kv = append(kv, attribute.Float64(otlp.AttrDecode, s.decode))
+	}
+	if s.reasons != "" {
+		kv = append(kv, attribute.String(otlp.AttrFinishReasons, s.reasons))
+	}
+	return kv
+}
+
+// send exports the spans through the OpenTelemetry Go SDK's exporter as
+// the named service, and shuts the provider down (which flushes).
+func send(t *testing.T, exp sdktrace.SpanExporter, service string, spans []vllmSpan) {
+	t.Helper()
+	res := resource.NewSchemaless(semconv.ServiceName(service))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(res))
+	tracer := tp.Tracer("vllm.v1.engine.output_processor")
+	for _, s := range spans {
+		ctx := context.Background()
+		if s.traceState != "" {
+			ts, err := trace.ParseTraceState(s.traceState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true,
+			})
+			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+		}
+		name := s.name
+		if name == "" {
+			name = otlp.SpanName
+		}
+		_, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(s.attrs()...))
+		if s.errStatus {
+			span.SetStatus(codes.Error, "engine error")
+		}
+		span.End()
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const exactConfig = `
+targets:
+  - name: a
+    url: URL_A
+    traces: { service_name: vllm-a }
+  - name: b
+    url: URL_B
+    traces: { service_name: vllm-b, model: served-b }
+slos:
+  - name: chat
+    objectives:
+      ttft: { threshold: 500ms, target: 0.99 }
+      tpot: { threshold: 50ms, target: 0.95 }
+      error: { target: 0.999 }
+  - name: strict
+    match: { targets: [a] }
+    objectives:
+      ttft: { threshold: 200ms, target: 0.99 }
+      e2e: { threshold: 5s, target: 0.99 }
+      queue: { threshold: 100ms, target: 0.99 }
+`
+
+// Spans sent through the SDK's real gRPC and HTTP exporters with vLLM's
+// attribute names are judged one request at a time against every SLO, and
+// the exported counters equal the counts worked out by hand below.
+func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
+	engine := serveBody(t, fixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom"))
+	yml := strings.NewReplacer("URL_A", engine.URL+"/a", "URL_B", engine.URL+"/b").Replace(exactConfig)
+	load := func() (*config.Config, error) { return config.Parse([]byte(yml)) }
+	ex := New(Options{Interval: 50 * time.Millisecond, Timeout: time.Second, NoJitter: true, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := ex.Start(ctx, load); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ex: ex, web: newWeb(t, ex.Handler("/metrics", load))}
+	recv := otlp.New(otlp.Options{Sink: ex})
+	ex.Registry().MustRegister(recv)
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(recv.GRPCServerOptions()...)
+	recv.RegisterGRPC(gs)
+	go gs.Serve(gl)
+	mux := http.NewServeMux()
+	mux.Handle("/v1/traces", recv)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		hs.Close()
+		gs.Stop()
+		cancel()
+		ex.Wait()
+	})
+	// Wait for both targets' first scrape: the series of a target appear
+	// once it has been tried.
+	h.waitFor("first scrapes", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "a"}) >= 0 && value(m, "llm_up", map[string]string{"target": "b"}) >= 0
+	})
+
+	// Target a, model m (V0-style spans naming the model), over gRPC.
+	// R1 meets everything: tpot = decode/(n−1) = 1.6/40 = 0.04.
+	// R2 misses tpot only in chat (6.0/100 = 0.06), everything in strict.
+	// R3 misses ttft only in chat (0.7), meets only e2e in strict.
+	// R4 is an engine error: meets ttft and tpot (0.32/8 = 0.04) but not
+	//    error in chat; meets all of strict (which has no error objective).
+	// R5 was aborted, without a decode time: tpot = (0.95 − 0.15)/20 =
+	//    0.04; an abort is no failure without include_abort: good in both.
+	// R6 generated one token: no tpot to miss; good in both.
+	a := []vllmSpan{
+		{model: "m", ttft: 0.1, e2e: 2.1, queue: 0.05, decode: 1.6, tokens: 41, reasons: `["stop"]`},
+		{model: "m", ttft: 0.3, e2e: 6.3, queue: 0.2, decode: 6.0, tokens: 101, reasons: `["length"]`},
+		{model: "m", ttft: 0.7, e2e: 1.7, queue: 0.6, decode: 1.0, tokens: 26, reasons: `["stop"]`},
+		{model: "m", ttft: 0.1, e2e: 0.5, queue: 0.01, decode: 0.32, tokens: 9, reasons: `["error"]`},
+		{model: "m", ttft: 0.15, e2e: 0.95, queue: 0.02, tokens: 21, reasons: `["abort"]`},
+		{model: "m", ttft: 0.18, e2e: 0.2, queue: 0.05, tokens: 1, reasons: `["stop"]`},
+		{name: "http_request", noE2E: true},                         // not a request span
+		{model: "m", ttft: 0.1, badE2E: -1, queue: 0.05, tokens: 3}, // malformed
+	}
+	ge, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithEndpoint(gl.Addr().String()), otlptracegrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, ge, "vllm-a", a)
+
+	// Target b (V1-style spans without a model: traces.model names it),
+	// over HTTP protobuf. R1 and R2 as above; R7 is R1 with an error
+	// status; R8 is R1 from a stream sampled at one half (ot=th:8).
+	b := []vllmSpan{a[0], a[1], a[0], a[0]}
+	for i := range b {
+		b[i].model = ""
+	}
+	b[2].errStatus = true
+	b[3].traceState = "ot=th:8"
+	he, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(hs.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, he, "vllm-b", b)
+
+	// A service no target claims.
+	he2, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(hs.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, he2, "nobody", a[:1])
+
+	mfs := h.waitFor("exact series", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_goodput_traced_requests_total", map[string]string{"target": "b", "slo": "chat", "sampled": "true"}) == 1 &&
+			value(m, "llm_goodput_traced_requests_total", map[string]string{"target": "a", "slo": "strict"}) == 6
+	})
+	type want struct {
+		name   string
+		labels map[string]string
+		v      float64
+	}
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, w := range []want{
+		// chat on a/m: ttft good R1 R2 R4 R5 R6; tpot good R1 R3 R4 R5 R6;
+		// error good all but R4; all three: R1 R5 R6 = 3 requests,
+		// 41 + 21 + 1 = 63 tokens, of 6 requests and 199 tokens.
+		{"llm_slo_traced_requests_total", l("target", "a", "model", "m", "slo", "chat", "objective", "ttft", "sampled", "false"), 6},
+		{"llm_slo_traced_good_requests_total", l("target", "a", "model", "m", "slo", "chat", "objective", "ttft", "sampled", "false"), 5},
+		{"llm_slo_traced_good_requests_total", l("target", "a", "model", "m", "slo", "chat", "objective", "tpot", "sampled", "false"), 5},
+		{"llm_slo_traced_good_requests_total", l("target", "a", "model", "m", "slo", "chat", "objective", "error", "sampled", "false"), 5},
+		{"llm_goodput_requests_total", l("target", "a", "model", "m", "slo", "chat", "bound", "exact"), 3},
+		{"llm_goodput_tokens_total", l("target", "a", "model", "m", "slo", "chat", "bound", "exact"), 63},
+		{"llm_goodput_traced_requests_total", l("target", "a", "model", "m", "slo", "chat", "sampled", "false"), 6},
+		{"llm_goodput_traced_tokens_total", l("target", "a", "model", "m", "slo", "chat", "sampled", "false"), 199},
+		// strict on a/m: ttft ≤ 0.2 R1 R4 R5 R6; e2e ≤ 5 all but R2;
+		// queue ≤ 0.1 R1 R4 R5 R6; all three: R1 R4 R5 R6 = 4 requests,
+		// 41 + 9 + 21 + 1 = 72 tokens.
+		{"llm_slo_traced_good_requests_total", l("target", "a", "slo", "strict", "objective", "ttft"), 4},
+		{"llm_slo_traced_good_requests_total", l("target", "a", "slo", "strict", "objective", "e2e"), 5},
+		{"llm_slo_traced_good_requests_total", l("target", "a", "slo", "strict", "objective", "queue"), 4},
+		{"llm_goodput_requests_total", l("target", "a", "slo", "strict", "bound", "exact"), 4},
+		{"llm_goodput_tokens_total", l("target", "a", "slo", "strict", "bound", "exact"), 72},
+		// chat on b/served-b: R1 good; R2 misses tpot; R7 failed (error
+		// status): 1 of 3, 41 tokens. R8 alone in the sample: 1 of 1.
+		{"llm_goodput_traced_requests_total", l("target", "b", "model", "served-b", "slo", "chat", "sampled", "false"), 3},
+		{"llm_goodput_requests_total", l("target", "b", "model", "served-b", "slo", "chat", "bound", "exact"), 1},
+		{"llm_goodput_tokens_total", l("target", "b", "model", "served-b", "slo", "chat", "bound", "exact"), 41},
+		{"llm_slo_traced_good_requests_total", l("target", "b", "slo", "chat", "objective", "error", "sampled", "false"), 2},
+		{"llm_goodput_requests_total", l("target", "b", "slo", "chat", "bound", "sampled"), 1},
+		{"llm_goodput_traced_requests_total", l("target", "b", "slo", "chat", "sampled", "true"), 1},
+		// strict applies to target a only.
+		{"llm_goodput_traced_requests_total", l("target", "b", "slo", "strict"), -1},
+		// Outcomes: 6 + 4 folded, one not a request, one malformed, one
+		// from a service no target claims.
+		{"goodput_exporter_otlp_spans_total", l("result", "folded"), 10},
+		{"goodput_exporter_otlp_spans_total", l("result", "not_request"), 1},
+		{"goodput_exporter_otlp_spans_total", l("result", "malformed"), 1},
+		{"goodput_exporter_otlp_spans_total", l("result", "unmatched"), 1},
+	} {
+		if got := value(mfs, w.name, w.labels); got != w.v {
+			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.v)
+		}
+	}
+}
