@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/otlp"
 )
 
@@ -262,5 +264,100 @@ func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
 		if got := value(mfs, w.name, w.labels); got != w.v {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.v)
 		}
+	}
+}
+
+// A resource is matched by the explicit selector, then by pod and
+// namespace, then by sender address; two candidates at one step are
+// ambiguous and nothing is guessed.
+func TestTraceMatching(t *testing.T) {
+	e := New(Options{Interval: time.Hour, Timeout: time.Second})
+	mk := func(tc config.Target) *target {
+		tc.Engine, tc.ModelLimit, tc.MaxBodySize = "vllm", 10, 1<<20
+		tg, err := newTarget(tc, time.Second, nil, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}
+	a := mk(config.Target{Name: "a", URL: "http://10.0.0.1:8000/metrics", Traces: &config.Traces{ServiceName: "svc-a"}})
+	b := mk(config.Target{Name: "b", URL: "http://engine-b:8000/metrics", Pod: "p", Namespace: "n"})
+	c := mk(config.Target{Name: "c", URL: "http://10.1.2.3:8000/metrics"})
+	d := mk(config.Target{Name: "d", URL: "http://10.1.2.3:9000/metrics"})
+	f := mk(config.Target{Name: "f", URL: "http://[fd00::5]:8000/metrics"})
+	g := mk(config.Target{Name: "g", URL: "http://10.9.9.9:8000/metrics", Traces: &config.Traces{ServiceName: "svc-g"}})
+	e.targets = map[string]*target{"a": a, "b": b, "c": c, "d": d, "f": f, "g": g}
+	ip := netip.MustParseAddr
+	for _, tc := range []struct {
+		name string
+		res  otlp.Resource
+		want *target
+		why  string
+	}{
+		{"selector", otlp.Resource{ServiceName: "svc-a", Pod: "p", Namespace: "n", Peer: ip("10.1.2.3")}, a, ""},
+		{"pod", otlp.Resource{ServiceName: "vllm", Pod: "p", Namespace: "n"}, b, ""},
+		{"pod in another namespace", otlp.Resource{Pod: "p", Namespace: "m"}, nil, otlp.ResultUnmatched},
+		{"address shared by two targets", otlp.Resource{Peer: ip("10.1.2.3")}, nil, otlp.ResultAmbiguous},
+		{"IPv6 address", otlp.Resource{Peer: ip("fd00::5")}, f, ""},
+		{"address of a target with a selector", otlp.Resource{Peer: ip("10.9.9.9")}, nil, otlp.ResultUnmatched},
+		{"loopback says nothing", otlp.Resource{Peer: ip("127.0.0.1")}, nil, otlp.ResultUnmatched},
+		{"nothing", otlp.Resource{}, nil, otlp.ResultUnmatched},
+	} {
+		d, why := e.Match(&tc.res)
+		var got *target
+		if d != nil {
+			got = d.(*target)
+		}
+		if got != tc.want || why != tc.why {
+			name := "<nil>"
+			if got != nil {
+				name = got.cfg.Name
+			}
+			t.Errorf("%s: %s %q", tc.name, name, why)
+		}
+	}
+}
+
+// The self-check says whether the exact share lies within the histogram
+// bounds' share, give or take 0.01.
+func TestExactWithinBounds(t *testing.T) {
+	e := New(Options{Interval: time.Hour, Timeout: time.Second})
+	slos := []goodput.SLO{{Name: "s", Objectives: []goodput.Objective{{Kind: goodput.KindE2E, Threshold: 1, Target: 0.9}}}}
+	tg, err := newTarget(config.Target{Name: "t", URL: "http://10.0.0.1/metrics", Engine: "vllm", ModelLimit: 10, MaxBodySize: 1 << 20}, time.Second, slos, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Histogram bounds over 200 requests: 120..160 good, a share of 0.6..0.8.
+	tg.bounds = map[string]*boundSums{"m\x00s": {requests: 200, good: goodput.Bounds{Lower: 120, Upper: 160}}}
+	fold := func(n int, e2e float64) {
+		for range n {
+			tg.exact.Fold(&goodput.TracedRequest{Model: "m", E2E: e2e, CompletionTokens: 2})
+		}
+	}
+	within := func() float64 {
+		for _, m := range tg.exactMetrics("vllm", nil) {
+			if strings.Contains(m.Desc().String(), "llm_goodput_exact_within_bounds") {
+				var pb dto.Metric
+				m.Write(&pb)
+				return pb.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	fold(7, 0.5) // 7 good
+	fold(3, 2)   // 3 bad: 0.7, inside 0.6..0.8
+	if got := within(); got != 1 {
+		t.Errorf("0.7 in 0.6..0.8: %v", got)
+	}
+	fold(10, 2) // 7 of 20 = 0.35, under 0.6 − 0.01
+	if got := within(); got != 0 {
+		t.Errorf("0.35 in 0.6..0.8: %v", got)
+	}
+	// 119 of 200 = 0.595: outside by 0.005, within the tolerance.
+	tg.exact = goodput.NewExact("t", slos, 10)
+	fold(119, 0.5)
+	fold(81, 2)
+	if got := within(); got != 1 {
+		t.Errorf("0.595 against 0.6..0.8 ± 0.01: %v", got)
 	}
 }
