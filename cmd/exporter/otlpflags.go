@@ -23,8 +23,8 @@ type otlpFlags struct {
 }
 
 func (f *otlpFlags) validate() error {
-	if f.MaxRequestSize <= 0 {
-		return errors.New("--otlp.max-request-size must be positive")
+	if f.MaxRequestSize < 0 {
+		return errors.New("--otlp.max-request-size must be positive (0: the default, 4 MiB)")
 	}
 	return nil
 }
