@@ -12,6 +12,7 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/otlp"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
@@ -113,6 +114,9 @@ func (d *demoCmd) Run(e *env) error {
 		ex.Wait()
 	}
 	defer stop()
+	traces := otlp.New(otlp.Options{Sink: ex})
+	ex.Registry().MustRegister(traces)
+	go feedSpans(ctx, f, traces, d.Interval)
 	metricsURL := "http://" + listeners[0].Addr().String() + "/metrics"
 	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -146,7 +150,11 @@ func (d *demoCmd) loader(f *farm) exporter.Loader {
 		}
 		var targets []config.Target
 		for i, en := range f.engines {
-			targets = append(targets, config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}})
+			tc := config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}}
+			if en.format == sim.FormatVLLM {
+				tc.Traces = &config.Traces{ServiceName: en.name} // its request spans: exact goodput
+			}
+			targets = append(targets, tc)
 		}
 		cfg.SLOs = demoSLOs(f.engines[0].name, f.engines[1].name)
 		cfg.Pricing = &config.Pricing{Currency: "USD", GPUHour: 2.5}
