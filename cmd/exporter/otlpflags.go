@@ -17,7 +17,7 @@ import (
 // otlpFlags turn on the OTLP trace receiver: engines send their request
 // spans, and goodput is judged from them exactly (bound="exact").
 type otlpFlags struct {
-	GRPCAddress    string `name:"otlp.grpc.listen-address" placeholder:"ADDR" help:"Address to receive OTLP request traces on over gRPC (the OTLP default port is 4317); off when empty."`
+	GRPCAddress    string `name:"otlp.grpc.listen-address" placeholder:"ADDR" help:"Address to receive OTLP request traces on over gRPC (the OTLP default port is 4317), with --web.config.file's TLS and basic auth; off when empty."`
 	HTTPAddress    string `name:"otlp.http.listen-address" placeholder:"ADDR" help:"Address to receive OTLP request traces on over HTTP, POST /v1/traces, protobuf or JSON (the OTLP default port is 4318); served with --web.config.file's TLS and basic auth. Off when empty."`
 	MaxRequestSize int    `name:"otlp.max-request-size" default:"4194304" help:"Largest OTLP export request accepted, in bytes after decompression; larger ones are refused (HTTP 413, gRPC ResourceExhausted)."`
 }
@@ -69,14 +69,18 @@ func (ls *otlpListeners) close() {
 
 // serve runs the receiver on the open listeners until ctx ends; its
 // counters join the exporter's registry.
-func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.Exporter, webConfig string, e *env) {
+func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.Exporter, webConfig string, e *env) error {
 	if ls == nil {
-		return
+		return nil
 	}
 	recv := otlp.New(otlp.Options{Sink: ex, MaxRequestSize: int64(f.MaxRequestSize), Logger: e.logger})
 	ex.Registry().MustRegister(recv)
 	if ls.grpc != nil {
-		gs := grpc.NewServer(recv.GRPCServerOptions()...)
+		sec, err := grpcSecurity(webConfig)
+		if err != nil {
+			return err
+		}
+		gs := grpc.NewServer(append(recv.GRPCServerOptions(), sec...)...)
 		recv.RegisterGRPC(gs)
 		go func() {
 			if err := gs.Serve(ls.grpc); err != nil {
@@ -97,4 +101,5 @@ func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.E
 		}()
 		e.logger.Info("receiving OTLP traces over HTTP", "address", ls.http.Addr().String(), "path", "/v1/traces")
 	}
+	return nil
 }

@@ -129,7 +129,13 @@ func (s *serveCmd) Run(e *env) error {
 		traces.close()
 		return err
 	}
-	s.OTLP.serve(ctx, traces, ex, s.WebConfigFile, e)
+	if err := s.OTLP.serve(ctx, traces, ex, s.WebConfigFile, e); err != nil {
+		cancel()
+		ex.Wait()
+		closeAll(listeners)
+		traces.close()
+		return err
+	}
 	defer func() {
 		cancel()
 		ex.Wait()
