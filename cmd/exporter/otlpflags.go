@@ -32,7 +32,20 @@ func (f *otlpFlags) validate() error {
 func (f *otlpFlags) enabled() bool { return f.GRPCAddress != "" || f.HTTPAddress != "" }
 
 // otlpListeners are the receiver's open sockets.
-type otlpListeners struct{ grpc, http net.Listener }
+type otlpListeners struct {
+	grpc, http net.Listener
+	stop       []func() // servers to stop once the daemon ends
+}
+
+// shutdown stops the receivers' servers and waits for them.
+func (ls *otlpListeners) shutdown() {
+	if ls == nil {
+		return
+	}
+	for _, stop := range ls.stop {
+		stop()
+	}
+}
 
 // listen opens the receiver's addresses before anything starts, so that a
 // taken port fails the start.
@@ -87,18 +100,21 @@ func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.E
 				e.logger.Error("OTLP gRPC receiver stopped", "err", err)
 			}
 		}()
-		go func() { <-ctx.Done(); gs.Stop() }()
+		ls.stop = append(ls.stop, gs.Stop)
 		e.logger.Info("receiving OTLP traces over gRPC", "address", ls.grpc.Addr().String())
 	}
 	if ls.http != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/v1/traces", recv)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		done := make(chan struct{})
 		go func() {
+			defer close(done)
 			if err := serveHTTP(ctx, srv, []net.Listener{ls.http}, webConfig, e); err != nil {
 				e.logger.Error("OTLP HTTP receiver stopped", "err", err)
 			}
 		}()
+		ls.stop = append(ls.stop, func() { <-done })
 		e.logger.Info("receiving OTLP traces over HTTP", "address", ls.http.Addr().String(), "path", "/v1/traces")
 	}
 	return nil

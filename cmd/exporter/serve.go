@@ -138,6 +138,7 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	defer func() {
 		cancel()
+		traces.shutdown()
 		ex.Wait()
 	}()
 
