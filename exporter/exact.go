@@ -60,6 +60,9 @@ type boundSums struct {
 // noteBounds adds the last interval's histogram outcome to the sums the
 // self-check reads. Caller holds t.mu.
 func (t *target) noteBounds() {
+	if t.exact == nil {
+		return
+	}
 	for _, ms := range t.tracker.Models() {
 		if t.exact.Model(ms.Model) == nil {
 			continue
@@ -88,6 +91,9 @@ func (t *target) noteBounds() {
 // exactMetrics turns the target's exact judge into const metrics. Caller
 // holds t.mu.
 func (t *target) exactMetrics(engine snapshot.Engine, out []prometheus.Metric) []prometheus.Metric {
+	if t.exact == nil {
+		return out
+	}
 	e := string(engine)
 	if e == "" {
 		e = "unknown"
@@ -141,6 +147,12 @@ func (t *target) exactMetrics(engine snapshot.Engine, out []prometheus.Metric) [
 func (t *target) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.exact == nil { // replaced by a reload since it was matched
+		for range reqs {
+			drop(otlp.ResultUnmatched)
+		}
+		return
+	}
 	fixed := ""
 	if t.cfg.Traces != nil {
 		fixed = t.cfg.Traces.Model

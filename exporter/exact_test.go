@@ -265,6 +265,25 @@ func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.v)
 		}
 	}
+
+	// A reload that rebuilds target a (a new timeout) keeps its exact
+	// counts, and its spans still reach it.
+	cfg, err := config.Parse([]byte(strings.Replace(yml, "traces: { service_name: vllm-a }", "timeout: 2s\n    traces: { service_name: vllm-a }", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ge2, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithEndpoint(gl.Addr().String()), otlptracegrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, ge2, "vllm-a", a[:1])
+	h.waitFor("exact counts after a reload", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_goodput_requests_total", l("target", "a", "slo", "chat", "bound", "exact")) == 4 &&
+			value(m, "llm_goodput_traced_requests_total", l("target", "a", "slo", "chat", "sampled", "false")) == 7
+	})
 }
 
 // A resource is matched by the explicit selector, then by pod and

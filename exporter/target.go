@@ -128,6 +128,7 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes := old.tracker, old.state, old.notes
 	exact, bounds := old.exact, old.bounds
+	old.exact = nil // spans matched to the old target before the swap are dropped, not raced
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -147,7 +148,9 @@ func (t *target) reconfigure(slos []goodput.SLO) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker.Reconfigure(slos)
-	t.exact.Reconfigure(slos)
+	if t.exact != nil {
+		t.exact.Reconfigure(slos)
+	}
 	t.slos = slos
 }
 
