@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -182,8 +183,9 @@ func (t *target) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 // Match implements otlp.Sink. A target is chosen, in this order, by its
 // explicit selector (traces.service_name against the resource's
 // service.name), by its pod and namespace against the resource's
-// k8s.pod.name and k8s.namespace.name, or by the sender's address against
-// the host of its URL. At each step exactly one target must match; two are
+// k8s.pod.name and k8s.namespace.name, by the host name of its URL against
+// the resource's host.name, or by the sender's address against the IP of
+// its URL. At each step exactly one target must match; two are
 // ambiguous and nothing is guessed. Targets with a selector are matched by
 // it alone.
 func (e *Exporter) Match(res *otlp.Resource) (otlp.Dest, string) {
@@ -217,6 +219,13 @@ func (e *Exporter) Match(res *otlp.Resource) (otlp.Dest, string) {
 			return d, why
 		}
 	}
+	if res.Host != "" {
+		if d, why, done := pick(func(t *target) bool {
+			return t.cfg.Traces == nil && t.hostName != "" && strings.EqualFold(t.hostName, res.Host)
+		}); done {
+			return d, why
+		}
+	}
 	if res.Peer.IsValid() && !res.Peer.IsLoopback() {
 		if d, why, done := pick(func(t *target) bool {
 			return t.cfg.Traces == nil && t.host == res.Peer
@@ -227,20 +236,20 @@ func (e *Exporter) Match(res *otlp.Resource) (otlp.Dest, string) {
 	return nil, otlp.ResultUnmatched
 }
 
-// urlHost is the IP address in a target URL's host, or the zero address
-// when the host is a name.
-func urlHost(raw string) netip.Addr {
+// urlHost is the host of a target URL: its IP address, or its name when
+// it is not an address.
+func urlHost(raw string) (netip.Addr, string) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return netip.Addr{}
+		return netip.Addr{}, ""
 	}
 	h := u.Hostname()
 	if h == "" {
-		return netip.Addr{}
+		return netip.Addr{}, ""
 	}
 	if ip := net.ParseIP(h); ip != nil {
 		a, _ := netip.AddrFromSlice(ip)
-		return a.Unmap()
+		return a.Unmap(), ""
 	}
-	return netip.Addr{}
+	return netip.Addr{}, h
 }

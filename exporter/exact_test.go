@@ -316,6 +316,8 @@ func TestTraceMatching(t *testing.T) {
 		{"selector", otlp.Resource{ServiceName: "svc-a", Pod: "p", Namespace: "n", Peer: ip("10.1.2.3")}, a, ""},
 		{"pod", otlp.Resource{ServiceName: "vllm", Pod: "p", Namespace: "n"}, b, ""},
 		{"pod in another namespace", otlp.Resource{Pod: "p", Namespace: "m"}, nil, otlp.ResultUnmatched},
+		{"host name", otlp.Resource{Host: "Engine-B"}, b, ""},
+		{"an address in host.name is not a host name", otlp.Resource{Host: "10.0.0.1"}, nil, otlp.ResultUnmatched},
 		{"address shared by two targets", otlp.Resource{Peer: ip("10.1.2.3")}, nil, otlp.ResultAmbiguous},
 		{"IPv6 address", otlp.Resource{Peer: ip("fd00::5")}, f, ""},
 		{"address of a target with a selector", otlp.Resource{Peer: ip("10.9.9.9")}, nil, otlp.ResultUnmatched},
