@@ -221,7 +221,7 @@ func (e *Exporter) Match(res *otlp.Resource) (otlp.Dest, string) {
 	}
 	if res.Host != "" {
 		if d, why, done := pick(func(t *target) bool {
-			return t.cfg.Traces == nil && t.hostName != "" && strings.EqualFold(t.hostName, res.Host)
+			return t.cfg.Traces == nil && t.hname != "" && strings.EqualFold(t.hname, res.Host)
 		}); done {
 			return d, why
 		}

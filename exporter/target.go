@@ -21,19 +21,19 @@ import (
 
 // target is one engine endpoint and its collection goroutine.
 type target struct {
-	cfg      config.Target
-	timeout  time.Duration
-	descs    *collector.Descs
-	sloD     *sloDescs
-	exactD   *exactDescs
-	host     netip.Addr // the IP in the URL, for matching trace senders
-	hostName string     // the host name in the URL, for matching host.name
-	costD    *prometheus.Desc
-	scraper  *collector.Scraper
-	logger   *slog.Logger
-	ex       *Exporter
-	cancel   context.CancelFunc
-	done     chan struct{}
+	cfg     config.Target
+	timeout time.Duration
+	descs   *collector.Descs
+	sloD    *sloDescs
+	exactD  *exactDescs
+	host    netip.Addr // the IP in the URL, for matching trace senders
+	hname   string     // the host name in the URL, for matching host.name
+	costD   *prometheus.Desc
+	scraper *collector.Scraper
+	logger  *slog.Logger
+	ex      *Exporter
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	mu      sync.Mutex // guards state, tracker, slos, notes and gpu
 	state   targetState
@@ -86,26 +86,26 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		return nil, err
 	}
 	cl := constLabels(tc)
-	host, hostName := urlHost(tc.URL)
+	host, hname := urlHost(tc.URL)
 	tracker := goodput.NewTracker(tc.Name, slos)
 	tracker.ForgetAfter(forgetModelsAfter)
 	tracker.KeepAtMost(tc.ModelLimit)
 	return &target{
-		cfg:      tc,
-		timeout:  timeout,
-		descs:    collector.NewDescs(tc.Name, tc.Labels),
-		sloD:     newSLODescs(cl),
-		exactD:   newExactDescs(cl),
-		host:     host,
-		hostName: hostName,
-		exact:    goodput.NewExact(tc.Name, slos, tc.ModelLimit),
-		costD:    newCostDesc(cl),
-		scraper:  sc,
-		logger:   e.logger.With("target", tc.Name),
-		ex:       e,
-		state:    targetState{engine: engine},
-		tracker:  tracker,
-		slos:     slos,
+		cfg:     tc,
+		timeout: timeout,
+		descs:   collector.NewDescs(tc.Name, tc.Labels),
+		sloD:    newSLODescs(cl),
+		exactD:  newExactDescs(cl),
+		host:    host,
+		hname:   hname,
+		exact:   goodput.NewExact(tc.Name, slos, tc.ModelLimit),
+		costD:   newCostDesc(cl),
+		scraper: sc,
+		logger:  e.logger.With("target", tc.Name),
+		ex:      e,
+		state:   targetState{engine: engine},
+		tracker: tracker,
+		slos:    slos,
 	}, nil
 }
 
