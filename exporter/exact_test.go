@@ -165,16 +165,22 @@ func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
 	// R1 meets everything: tpot = decode/(n−1) = 1.6/40 = 0.04.
 	// R2 misses tpot only in chat (6.0/100 = 0.06), everything in strict.
 	// R3 misses ttft only in chat (0.7), meets only e2e in strict.
-	// R4 is an engine error: meets ttft and tpot (0.32/8 = 0.04) but not
-	//    error in chat; meets all of strict (which has no error objective).
+	// R4 is an engine error: meets ttft and tpot (0.32/8 = 0.04, by the
+	//    decode time; (e2e − ttft)/8 = 0.0625 would miss) but not error in
+	//    chat; meets all of strict (which has no error objective).
 	// R5 was aborted, without a decode time: tpot = (0.95 − 0.15)/20 =
 	//    0.04; an abort is no failure without include_abort: good in both.
 	// R6 generated one token: no tpot to miss; good in both.
+	// Every request but R1, R5 and R6 meets some objectives of chat and
+	// not all of them: the per-objective counters count it good where it
+	// met, goodput does not. From the marginals alone (5/6 each) the
+	// Fréchet bounds would be 3..5 requests; exact is 3. For strict (4/6,
+	// 5/6, 4/6) they would be 1..4; exact is 4.
 	a := []vllmSpan{
 		{model: "m", ttft: 0.1, e2e: 2.1, queue: 0.05, decode: 1.6, tokens: 41, reasons: `["stop"]`},
 		{model: "m", ttft: 0.3, e2e: 6.3, queue: 0.2, decode: 6.0, tokens: 101, reasons: `["length"]`},
 		{model: "m", ttft: 0.7, e2e: 1.7, queue: 0.6, decode: 1.0, tokens: 26, reasons: `["stop"]`},
-		{model: "m", ttft: 0.1, e2e: 0.5, queue: 0.01, decode: 0.32, tokens: 9, reasons: `["error"]`},
+		{model: "m", ttft: 0.1, e2e: 0.6, queue: 0.01, decode: 0.32, tokens: 9, reasons: `["error"]`},
 		{model: "m", ttft: 0.15, e2e: 0.95, queue: 0.02, tokens: 21, reasons: `["abort"]`},
 		{model: "m", ttft: 0.18, e2e: 0.2, queue: 0.05, tokens: 1, reasons: `["stop"]`},
 		{name: "http_request", noE2E: true},                         // not a request span
