@@ -64,6 +64,16 @@ func (t *target) noteBounds() {
 	if t.exact == nil {
 		return
 	}
+	// Traced models come and go like scraped ones: forgotten after the
+	// same hour without a request, and their self-check sums with them.
+	if t.exact.Forget(forgetModelsAfter) > 0 {
+		for key := range t.bounds {
+			model, _, _ := strings.Cut(key, "\x00")
+			if t.exact.Model(model) == nil {
+				delete(t.bounds, key)
+			}
+		}
+	}
 	for _, ms := range t.tracker.Models() {
 		if t.exact.Model(ms.Model) == nil {
 			continue

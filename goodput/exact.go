@@ -3,6 +3,7 @@ package goodput
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // TracedRequest is one finished request as its engine's request trace span
@@ -117,6 +118,8 @@ type ExactModel struct {
 	// Requests is every traced request folded for the model, whether or
 	// not an SLO applies.
 	Requests float64
+	// Seen is when the model's last request was folded.
+	Seen time.Time
 }
 
 // Exact judges traced requests of one target against its SLOs, exactly,
@@ -127,12 +130,24 @@ type Exact struct {
 	slos   []SLO
 	limit  int
 	models []ExactModel // sorted by name
+	now    func() time.Time
 }
 
 // NewExact returns the exact judge of the named target. limit caps the
 // models kept (0: no cap); see Fold.
 func NewExact(target string, slos []SLO, limit int) *Exact {
-	return &Exact{target: target, slos: slos, limit: limit}
+	return &Exact{target: target, slos: slos, limit: limit, now: time.Now}
+}
+
+// Forget drops the models no request has come for in the last d, with
+// their counts, so that models that come and go (LoRA adapters) do not
+// pile up; one that returns starts from zero. It returns how many it
+// dropped.
+func (x *Exact) Forget(d time.Duration) int {
+	cut := x.now().Add(-d)
+	n := len(x.models)
+	x.models = slices.DeleteFunc(x.models, func(m ExactModel) bool { return m.Seen.Before(cut) })
+	return n - len(x.models)
 }
 
 // SetLimit changes the cap on models.
@@ -171,6 +186,7 @@ func (x *Exact) Fold(r *TracedRequest) bool {
 	}
 	m := &x.models[i]
 	m.Requests++
+	m.Seen = x.now()
 	for k := range m.SLOs {
 		m.SLOs[k].fold(r)
 	}

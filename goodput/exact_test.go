@@ -1,6 +1,9 @@
 package goodput
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func exactSLO(name string, objs ...Objective) SLO { return SLO{Name: name, Objectives: objs} }
 
@@ -88,5 +91,26 @@ func TestExactFold(t *testing.T) {
 	got := x.Model("m")
 	if got.SLOs[0].Exact.Requests != 4 || !got.SLOs[1].Supported || got.SLOs[1].Exact.Requests != 0 {
 		t.Errorf("after reconfigure: %+v", got.SLOs)
+	}
+}
+
+// A model no request has come for in the forget window is dropped with
+// its counts, which frees its place under the cap.
+func TestExactForget(t *testing.T) {
+	now := time.Unix(1000, 0)
+	x := NewExact("t", nil, 2)
+	x.now = func() time.Time { return now }
+	x.Fold(&TracedRequest{Model: "a", E2E: 1})
+	now = now.Add(30 * time.Minute)
+	x.Fold(&TracedRequest{Model: "b", E2E: 1})
+	if x.Fold(&TracedRequest{Model: "c", E2E: 1}) {
+		t.Fatal("a third model past the cap")
+	}
+	now = now.Add(31 * time.Minute) // a: 61 min ago, b: 31 min
+	if n := x.Forget(time.Hour); n != 1 || x.Model("a") != nil || x.Model("b") == nil {
+		t.Fatalf("forgot %d: %v", n, x.Models())
+	}
+	if !x.Fold(&TracedRequest{Model: "c", E2E: 1}) {
+		t.Error("the freed place was not taken")
 	}
 }
