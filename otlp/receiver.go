@@ -26,8 +26,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // engines may compress their exports
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -231,7 +235,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	if ct != "application/x-protobuf" && ct != "application/json" {
+	if ct != ctProto && ct != ctJSON {
 		r.reject(TransportHTTP, RejectMedia)
 		http.Error(w, fmt.Sprintf("content type %q: want application/x-protobuf or application/json", ct), http.StatusUnsupportedMediaType)
 		return
@@ -246,18 +250,18 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			reason = RejectMedia
 		}
 		r.reject(TransportHTTP, reason)
-		http.Error(w, err.Error(), status)
+		httpError(w, ct, status, err.Error())
 		return
 	}
 	er := ptraceotlp.NewExportRequest()
-	if ct == "application/json" {
+	if ct == ctJSON {
 		err = er.UnmarshalJSON(body)
 	} else {
 		err = er.UnmarshalProto(body)
 	}
 	if err != nil {
 		r.reject(TransportHTTP, RejectMalformed)
-		http.Error(w, "not an OTLP trace export: "+err.Error(), http.StatusBadRequest)
+		httpError(w, ct, http.StatusBadRequest, "not an OTLP trace export: "+err.Error())
 		return
 	}
 	var addr netip.Addr
@@ -266,7 +270,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	resp := response(r.Consume(addr, er.Traces()))
 	var out []byte
-	if ct == "application/json" {
+	if ct == ctJSON {
 		out, err = resp.MarshalJSON()
 	} else {
 		out, err = resp.MarshalProto()
@@ -277,6 +281,32 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Write(out)
+}
+
+const (
+	ctProto = "application/x-protobuf"
+	ctJSON  = "application/json"
+)
+
+// httpError answers with a google.rpc.Status in the request's encoding, as
+// the OTLP/HTTP specification asks, so that the sender's exporter can log
+// the message.
+func httpError(w http.ResponseWriter, ct string, code int, msg string) {
+	st := status.New(codes.InvalidArgument, msg).Proto()
+	var body []byte
+	var err error
+	if ct == ctJSON {
+		body, err = protojson.Marshal(st)
+	} else {
+		body, err = proto.Marshal(st)
+	}
+	if err != nil {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(code)
+	w.Write(body)
 }
 
 // readBody reads the body, decompressed, refusing more than the cap.

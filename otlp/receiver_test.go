@@ -18,6 +18,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -237,7 +240,14 @@ func TestHTTPReceiver(t *testing.T) {
 	if len(s.reqs) != 3 || r.Spans(ResultFolded) != 3 {
 		t.Errorf("a refused request folded something: %d", len(s.reqs))
 	}
-	for reason, want := range map[string]uint64{RejectMethod: 1, RejectMedia: 2, RejectMalformed: 3, RejectTooLarge: 2} {
+	// The error body is a google.rpc.Status the sender can read.
+	resp, body := post(t, url, "application/x-protobuf", "", []byte{0xff, 0xff, 0xff, 0x01})
+	var st spb.Status
+	if err := proto.Unmarshal([]byte(body), &st); err != nil || resp.StatusCode != 400 || !strings.Contains(st.GetMessage(), "not an OTLP trace export") {
+		t.Errorf("error body: %v %q %v", resp.StatusCode, st.GetMessage(), err)
+	}
+	// malformed: the three in the table and the error-body check.
+	for reason, want := range map[string]uint64{RejectMethod: 1, RejectMedia: 2, RejectMalformed: 4, RejectTooLarge: 2} {
 		v, _ := r.rejected.Load(TransportHTTP + "\x00" + reason)
 		if v == nil || v.(interface{ Load() uint64 }).Load() != want {
 			t.Errorf("rejected %s: %v, want %d", reason, v, want)
