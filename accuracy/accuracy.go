@@ -251,7 +251,7 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 	for k, slo := range o.SLOs {
 		truth := judge(slo, recs, from, to)
 		row := compare(slo, &lives[k], after, truth, o.Step.Seconds())
-		row.Exact = feed.row(k, slo, model, truth)
+		row.Exact = feed.row(slo, model, truth)
 		st.SLOs = append(st.SLOs, row)
 	}
 	return st, nil

@@ -78,8 +78,8 @@ func (f *spanFeed) send(e *sim.Engine, model string, from, to time.Duration) {
 	}
 }
 
-// row returns the exact outcome of SLO k next to its truth.
-func (f *spanFeed) row(k int, slo goodput.SLO, model string, truth truthSLO) ExactRow {
+// row returns the exact outcome of an SLO next to its truth.
+func (f *spanFeed) row(slo goodput.SLO, model string, truth truthSLO) ExactRow {
 	row := ExactRow{TrueRequests: truth.requests, TrueGoodRequests: truth.goodRequests, TrueGoodTokens: truth.goodTokens}
 	m := f.exact.Model(model)
 	if m == nil {
@@ -96,7 +96,6 @@ func (f *spanFeed) row(k int, slo goodput.SLO, model string, truth truthSLO) Exa
 		row.Supported = s.Supported
 		row.Requests, row.GoodRequests, row.GoodTokens = s.Exact.Requests, s.Exact.GoodRequests, s.Exact.GoodTokens
 	}
-	_ = k
 	return row
 }
 
