@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -128,6 +130,16 @@ slos:
 // attribute names are judged one request at a time against every SLO, and
 // the exported counters equal the counts worked out by hand below.
 func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
+	// The SDK reports the receiver's partial successes to its error handler:
+	// the sender is told which spans were not counted, and why.
+	var senderMu sync.Mutex
+	var senderErrs []string
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		senderMu.Lock()
+		defer senderMu.Unlock()
+		senderErrs = append(senderErrs, err.Error())
+	}))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	engine := serveBody(t, fixture(t, "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom"))
 	yml := strings.NewReplacer("URL_A", engine.URL+"/a", "URL_B", engine.URL+"/b").Replace(exactConfig)
 	load := func() (*config.Config, error) { return config.Parse([]byte(yml)) }
@@ -269,6 +281,15 @@ func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
 	} {
 		if got := value(mfs, w.name, w.labels); got != w.v {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.v)
+		}
+	}
+
+	senderMu.Lock()
+	told := strings.Join(senderErrs, "\n")
+	senderMu.Unlock()
+	for _, want := range []string{"1 request spans not counted (first reason: malformed)", "1 request spans not counted (first reason: unmatched)"} {
+		if !strings.Contains(told, want) {
+			t.Errorf("the sender was not told %q; it was told:\n%s", want, told)
 		}
 	}
 
