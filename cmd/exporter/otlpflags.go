@@ -106,7 +106,7 @@ func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.E
 	if ls.http != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/v1/traces", recv)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute} // a sender trickling a body cannot hold a connection forever
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
