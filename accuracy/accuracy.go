@@ -72,6 +72,9 @@ type SLORow struct {
 	// its joint truth (no gap over the threshold) is then not what the
 	// bounds estimate, and InBand does not apply.
 	RequestLevel bool
+	// Exact is what the daemon judges from the engine's request spans
+	// (bound="exact"), beside the truth.
+	Exact ExactRow
 }
 
 // InBand reports whether the true joint share lies in the live bounds,
@@ -215,9 +218,16 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 		lives[i].bounded = true
 	}
 	prev, after := before, before
+	feed := newSpanFeed(o.SLOs)
+	model := ""
+	for _, m := range before.Models {
+		model = m.Name // the simulator serves one model
+	}
 	for t := from; t < to; {
+		last := t
 		t = min(t+every, to)
 		e.AdvanceTo(t)
+		feed.send(e, model, last, t)
 		if after, err = scrape(); err != nil {
 			return Step{}, err
 		}
@@ -235,8 +245,14 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 	e.AdvanceTo(to + tail)
 	recs := e.Truth().Records(0, to+tail)
 	st := Step{Rate: rate, TTFTP99: ttftP99(recs, from, to), Throughput: tokens(before, after) / o.Step.Seconds()}
+	if feed.err != nil {
+		return Step{}, fmt.Errorf("request spans: %w", feed.err)
+	}
 	for k, slo := range o.SLOs {
-		st.SLOs = append(st.SLOs, compare(slo, &lives[k], after, judge(slo, recs, from, to), o.Step.Seconds()))
+		truth := judge(slo, recs, from, to)
+		row := compare(slo, &lives[k], after, truth, o.Step.Seconds())
+		row.Exact = feed.row(slo, model, truth)
+		st.SLOs = append(st.SLOs, row)
 	}
 	return st, nil
 }

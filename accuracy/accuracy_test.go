@@ -37,9 +37,20 @@ func TestAccuracy(t *testing.T) {
 	WriteTable(&table, steps)
 	t.Log("\n" + table.String())
 
-	judged, formerAbove := 0, 0
+	var exact strings.Builder
+	WriteExactTable(&exact, steps)
+	t.Log("\n" + exact.String())
+
+	judged, formerAbove, exactJudged := 0, 0, 0.0
 	for _, s := range steps {
 		for _, r := range s.SLOs {
+			// The spans carry every request's own latencies: judged one by
+			// one they must give the truth, requests and tokens, in every
+			// window, whatever the histograms' bounds.
+			if x := r.Exact; !x.Supported || !x.Equal() {
+				t.Errorf("rate %g, %s: exact from spans %+v differs from the truth", s.Rate, r.SLO, x)
+			}
+			exactJudged += r.Exact.Requests
 			if r.SLO != "interpolated" {
 				// Thresholds on bounds: exact marginals, so the token
 				// bounds from the output-length histogram must hold.
@@ -71,6 +82,9 @@ func TestAccuracy(t *testing.T) {
 					s.Rate, r.Edge, r.TrueJoint, r.LiveJoint.Lower, r.LiveJoint.Upper)
 			}
 		}
+	}
+	if exactJudged < 1000 {
+		t.Errorf("only %.0f requests judged from spans", exactJudged)
 	}
 	if judged < 40 {
 		t.Errorf("only %d on-bound comparisons", judged)

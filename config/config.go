@@ -68,6 +68,8 @@ type Target struct {
 	// through the kubelet's pod-resources API.
 	Namespace string `yaml:"namespace"`
 	Pod       string `yaml:"pod"`
+	// Traces matches the engine's OTLP request spans to this target.
+	Traces *Traces `yaml:"traces"`
 }
 
 // EffectiveTimeout is the target's timeout, else the file default, else fallback.

@@ -16,7 +16,7 @@ var engineNames = []string{"auto", "vllm", "sglang", "llamacpp"}
 var ReservedLabels = []string{
 	"target", "engine", "model", "reason", "slo", "objective", "bound",
 	"source", "fallback", "currency", "basis", "le", "quantile", "instance",
-	"job", "gpu", "uuid", "name", "method", "split", "namespace", "pod", "mode",
+	"job", "gpu", "uuid", "name", "method", "split", "namespace", "pod", "mode", "sampled",
 }
 
 var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -70,6 +70,7 @@ func (c *Config) validate(loc locator) Errors {
 			}
 		}
 	}
+	c.validateTraces(loc, add)
 	c.compileSLOs(loc, add)
 	c.validatePricing(loc, add)
 	c.validateDiagnosis(loc, add)

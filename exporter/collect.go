@@ -46,6 +46,7 @@ func (t *target) emit(s collector.Sink) {
 	// Goodput counters are the daemon's own and never reset, so they stay
 	// while the engine is down: rate() over them remains continuous.
 	t.sloD.emit(s, t.tracker, st.engine)
+	t.exactMetrics(s, st.engine)
 }
 
 // gpuCollector exports the GPU series through the registry (a few per

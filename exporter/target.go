@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ type target struct {
 	timeout time.Duration
 	descs   *collector.Descs
 	sloD    *sloDescs
+	exactD  *exactDescs
+	host    netip.Addr // the IP in the URL, for matching trace senders
+	hname   string     // the host name in the URL, for matching host.name
 	costD   *prometheus.Desc
 	scraper *collector.Scraper
 	logger  *slog.Logger
@@ -38,6 +42,8 @@ type target struct {
 	tracker *goodput.Tracker
 	slos    []goodput.SLO
 	notes   sloNotes
+	exact   *goodput.Exact        // judged from request traces
+	bounds  map[string]*boundSums // histogram bounds summed, for the self-check
 	// discSeen is, per discontinuity (model, series, kind), the update in
 	// which it was last seen: a series that keeps glitching is logged when
 	// it starts, and again only after it has been quiet for a while.
@@ -83,6 +89,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		return nil, err
 	}
 	cl := constLabels(tc)
+	host, hname := urlHost(tc.URL)
 	tracker := goodput.NewTracker(tc.Name, slos)
 	tracker.ForgetAfter(forgetModelsAfter)
 	tracker.KeepAtMost(tc.ModelLimit)
@@ -91,6 +98,10 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		timeout: timeout,
 		descs:   collector.NewDescs(tc.Name, tc.Labels),
 		sloD:    newSLODescs(cl),
+		exactD:  newExactDescs(cl),
+		host:    host,
+		hname:   hname,
+		exact:   goodput.NewExact(tc.Name, slos, tc.ModelLimit),
 		costD:   newCostDesc(cl),
 		diagD:   newDiagDescs(cl),
 		scraper: sc,
@@ -123,10 +134,15 @@ func constLabels(tc config.Target) prometheus.Labels {
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
+	exact, bounds := old.exact, old.bounds
+	old.exact = nil // spans matched to the old target before the swap are dropped, not raced
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
+	t.exact, t.bounds = exact, bounds
+	t.exact.SetLimit(t.cfg.ModelLimit)
+	t.exact.Reconfigure(slos)
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
 	if diag != nil {
 		t.diag = diag
@@ -142,6 +158,9 @@ func (t *target) reconfigure(slos []goodput.SLO) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker.Reconfigure(slos)
+	if t.exact != nil {
+		t.exact.Reconfigure(slos)
+	}
 	t.slos = slos
 }
 
@@ -243,6 +262,7 @@ func (t *target) scrape(ctx context.Context) {
 		if err := t.tracker.Update(snap); err != nil {
 			t.logger.Error("goodput update", "err", err)
 		}
+		t.noteBounds()
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
 		t.discontinuities()
 		if snap.Duplicates > 0 {

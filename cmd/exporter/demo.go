@@ -13,6 +13,7 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/otlp"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
@@ -118,6 +119,9 @@ func (d *demoCmd) Run(e *env) error {
 		ex.Wait()
 	}
 	defer stop()
+	traces := otlp.New(otlp.Options{Sink: ex})
+	ex.Registry().MustRegister(traces)
+	go feedSpans(ctx, f, traces, d.Interval)
 	metricsURL := "http://" + listeners[0].Addr().String() + "/metrics"
 	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -152,7 +156,11 @@ func (d *demoCmd) loader(f *farm) exporter.Loader {
 		}
 		var targets []config.Target
 		for i, en := range f.engines {
-			targets = append(targets, config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}})
+			tc := config.Target{Name: en.name, URL: en.url, GPUs: []string{fmt.Sprint(i)}}
+			if en.format == sim.FormatVLLM {
+				tc.Traces = &config.Traces{ServiceName: en.name} // its request spans: exact goodput
+			}
+			targets = append(targets, tc)
 		}
 		cfg.SLOs = demoSLOs(f.engines[0].name, f.engines[1].name)
 		cfg.Diagnosis = demoDiagnosis(d.Speed)

@@ -13,6 +13,7 @@ import (
 )
 
 var goodTokens = regexp.MustCompile(`(?m)^llm_goodput_tokens_total\{[^}]*bound="lower"[^}]*\} (\S+)$`)
+var exactRequests = regexp.MustCompile(`(?m)^llm_goodput_traced_requests_total\{[^}]*sampled="false"[^}]*target="vllm-0"[^}]*\} (\S+)$`)
 
 // The README's first command, driven in-process for a few seconds: the
 // daemon it starts must serve non-zero goodput for the simulated engines.
@@ -54,11 +55,17 @@ func TestDemo(t *testing.T) {
 			v, _ := strconv.ParseFloat(m[1], 64)
 			good += v
 		}
-		if good > 0 && strings.Contains(body, `llm_gpu_power_watts{gpu="1"`) {
+		// The vLLM engine's request spans are judged too (bound="exact").
+		traced := 0.0
+		for _, m := range exactRequests.FindAllStringSubmatch(body, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			traced += v
+		}
+		if good > 0 && traced > 0 && strings.Contains(body, `llm_gpu_power_watts{gpu="1"`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no goodput in the daemon's /metrics after 30 s:\n%.3000s", body)
+			t.Fatalf("no goodput, or no traced requests, in the daemon's /metrics after 30 s:\n%.3000s", body)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

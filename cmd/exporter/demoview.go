@@ -178,7 +178,7 @@ func (v *demoView) draw() {
 	}
 	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tTOK/S\tTTFT OK\tTPOT OK\tNOT ERR\tPOWER W\tJ/TOK\tUSD/1M GOOD")
+	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tEXACT\tTOK/S\tTTFT\tTPOT\tNO ERR\tPOWER W\tJ/TOK\tUSD/1M")
 	for _, en := range v.farm.engines {
 		t := map[string]string{"target": en.name}
 		slo := v.slo[en.name]
@@ -190,9 +190,10 @@ func (v *demoView) draw() {
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			en.name, slo, lever, gauge("llm_up", t, "%.0f"),
 			rate("llm_goodput_tokens_total", bound("lower")), rate("llm_goodput_tokens_total", bound("upper")),
+			rate("llm_goodput_tokens_total", bound("exact")),
 			rate("llm_generation_tokens_total", t),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("tpot")),

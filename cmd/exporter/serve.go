@@ -28,6 +28,7 @@ type serveCmd struct {
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	GPU           gpuFlags      `embed:""`
+	OTLP          otlpFlags     `embed:""`
 }
 
 // Validate checks the flags before anything starts.
@@ -40,6 +41,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
 		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
+	}
+	if err := s.OTLP.validate(); err != nil {
+		return err
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
@@ -105,6 +109,13 @@ func (s *serveCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	var traces *otlpListeners
+	if s.OTLP.enabled() {
+		if traces, err = s.OTLP.listen(); err != nil {
+			closeAll(listeners)
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	gm := s.GPU.manager(e.logger) // nil with --gpu.backend=none
 	if gm != nil {
@@ -115,10 +126,19 @@ func (s *serveCmd) Run(e *env) error {
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
 		closeAll(listeners)
+		traces.close()
+		return err
+	}
+	if err := s.OTLP.serve(ctx, traces, ex, s.WebConfigFile, e); err != nil {
+		cancel()
+		ex.Wait()
+		closeAll(listeners)
+		traces.close()
 		return err
 	}
 	defer func() {
 		cancel()
+		traces.shutdown()
 		ex.Wait()
 	}()
 

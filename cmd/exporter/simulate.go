@@ -133,7 +133,8 @@ func (c *simulateCmd) sweep(e *env) error {
 		fmt.Fprintf(e.stdout, "knee of %s: %g req/s by the truth (%.0f good tok/s), %g req/s by the live lower bound, %g by the upper\n",
 			s.Name, truth.Rate, truth.Goodput, lo.Rate, hi.Rate)
 	}
-	return nil
+	fmt.Fprintln(e.stdout, "\nexact goodput from the engine's request spans (bound=\"exact\"), beside the truth and the histogram bounds:")
+	return accuracy.WriteExactTable(e.stdout, steps)
 }
 
 // defaultSweepSLOs: every threshold on a vLLM bucket bound (judged

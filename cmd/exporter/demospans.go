@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/otlp"
+	"github.com/goodput-exporter/goodput-exporter/sim"
+)
+
+// feedSpans hands the daemon's OTLP receiver, every interval, the
+// llm_request spans of the requests each simulated vLLM engine finished
+// since the last time, as vLLM started with --otlp-traces-endpoint and
+// OTEL_SERVICE_NAME set to the target's name would send them. SGLang sends
+// no such span.
+func feedSpans(ctx context.Context, f *farm, recv *otlp.Receiver, every time.Duration) {
+	last := make([]time.Duration, len(f.engines))
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for i, en := range f.engines {
+			if en.format != sim.FormatVLLM {
+				continue
+			}
+			var recs []sim.Record
+			en.srv.Do(func(e *sim.Engine) {
+				now := e.Now()
+				recs = e.Truth().Records(last[i], now)
+				last[i] = now
+			})
+			if len(recs) > 0 {
+				recv.Consume(netip.Addr{}, sim.Spans(recs, sim.SpanOptions{Service: en.name, Epoch: time.Unix(0, 0)}))
+			}
+		}
+	}
+}

@@ -1,0 +1,404 @@
+// Package otlp receives OpenTelemetry request traces from inference
+// engines (vLLM's per-request llm_request span) over OTLP, gRPC and HTTP
+// (/v1/traces, binary or JSON protobuf), and folds each request span into
+// its target's exact goodput counters as it arrives. Decoding is the
+// OpenTelemetry collector's pdata; no span is stored: a batch is decoded,
+// judged request by request and dropped. Requests and messages are capped
+// in size, and every span that is not folded is counted with the reason.
+package otlp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // engines may compress their exports
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+)
+
+// DefaultMaxRequestSize caps one export request, decompressed: the
+// OpenTelemetry SDKs batch 512 spans by default, a few hundred KiB.
+const DefaultMaxRequestSize = 4 << 20
+
+// Resource is what identifies the sender of a batch of spans.
+type Resource struct {
+	// Peer is the sender's address; invalid when unknown.
+	Peer netip.Addr
+	// Resource attributes (empty when absent).
+	ServiceName, Pod, Namespace, Host string
+}
+
+// Sink places the requests of a resource.
+type Sink interface {
+	// Match returns the one destination of the resource's requests, or
+	// nil and the outcome that says why there is none (ResultUnmatched or
+	// ResultAmbiguous).
+	Match(res *Resource) (Dest, string)
+}
+
+// Dest folds requests into one target's exact counters.
+type Dest interface {
+	// Fold judges the requests; it calls drop with the outcome
+	// (ResultNoModel, ResultModelLimit) of each request it could not place.
+	Fold(reqs []goodput.TracedRequest, drop func(result string))
+}
+
+// Options configure a receiver.
+type Options struct {
+	Sink Sink
+	// MaxRequestSize caps one request body or gRPC message, after
+	// decompression; 0 means DefaultMaxRequestSize.
+	MaxRequestSize int64
+	Logger         *slog.Logger
+}
+
+// Transports and the reasons a whole export request is refused, the
+// labels of goodput_exporter_otlp_rejected_requests_total.
+const (
+	TransportHTTP = "http"
+	TransportGRPC = "grpc"
+
+	RejectTooLarge  = "too_large"
+	RejectMalformed = "malformed"
+	RejectMedia     = "unsupported_media_type"
+	RejectMethod    = "method_not_allowed"
+)
+
+// Receiver decodes OTLP trace exports and folds their request spans.
+type Receiver struct {
+	opts     Options
+	spans    [7]atomic.Uint64 // by index in Results
+	rejected sync.Map         // transport+"\x00"+reason -> *atomic.Uint64
+	batches  sync.Pool
+
+	spansDesc, rejectedDesc *prometheus.Desc
+}
+
+// New returns a receiver.
+func New(o Options) *Receiver {
+	if o.MaxRequestSize <= 0 {
+		o.MaxRequestSize = DefaultMaxRequestSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Receiver{
+		opts:    o,
+		batches: sync.Pool{New: func() any { s := make([]goodput.TracedRequest, 0, 64); return &s }},
+		spansDesc: prometheus.NewDesc("goodput_exporter_otlp_spans_total",
+			"Spans received over OTLP, by outcome: folded into a target's exact goodput, not_request (another span of the trace), malformed (a request span with a missing or impossible value), unmatched or ambiguous (no target, or several, match its resource and sender), no_model (neither the span nor the target names the model), model_limit (a new model past the target's model_limit).",
+			[]string{"result"}, nil),
+		rejectedDesc: prometheus.NewDesc("goodput_exporter_otlp_rejected_requests_total",
+			"Whole OTLP export requests refused before any span was read: too_large (over --otlp.max-request-size), malformed (not a trace export in the declared encoding), unsupported_media_type, method_not_allowed.",
+			[]string{"transport", "reason"}, nil),
+	}
+}
+
+// Outcome counts what became of the spans of one export request.
+type Outcome struct {
+	Folded, NotRequest, Dropped int
+	// First names the first reason a span was dropped, for the response.
+	First string
+}
+
+// Consume folds the request spans of one decoded export request sent from
+// peer (invalid when unknown).
+func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
+	var out Outcome
+	bp := r.batches.Get().(*[]goodput.TracedRequest)
+	defer r.batches.Put(bp)
+	count := func(result string, n int) {
+		if n == 0 {
+			return
+		}
+		for i, x := range Results {
+			if x == result {
+				r.spans[i].Add(uint64(n))
+			}
+		}
+		switch result {
+		case ResultFolded:
+			out.Folded += n
+		case ResultNotRequest:
+			out.NotRequest += n
+		default:
+			out.Dropped += n
+			if out.First == "" {
+				out.First = result
+			}
+		}
+	}
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		batch := (*bp)[:0]
+		malformed, notReq := 0, 0
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				req, result := Request(spans.At(k))
+				switch result {
+				case ResultFolded:
+					batch = append(batch, req)
+				case ResultMalformed:
+					malformed++
+				default:
+					notReq++
+				}
+			}
+		}
+		*bp = batch
+		count(ResultMalformed, malformed)
+		count(ResultNotRequest, notReq)
+		if len(batch) == 0 {
+			continue
+		}
+		res := resourceOf(rs, peerAddr)
+		var dest Dest
+		why := ResultUnmatched
+		if r.opts.Sink != nil {
+			dest, why = r.opts.Sink.Match(&res)
+		}
+		if dest == nil {
+			count(why, len(batch))
+			continue
+		}
+		dropped := 0
+		dest.Fold(batch, func(result string) {
+			dropped++
+			count(result, 1)
+		})
+		count(ResultFolded, len(batch)-dropped)
+	}
+	return out
+}
+
+func resourceOf(rs ptrace.ResourceSpans, peerAddr netip.Addr) Resource {
+	res := Resource{Peer: peerAddr.Unmap()}
+	attrs := rs.Resource().Attributes()
+	str := func(k string) string {
+		if v, ok := attrs.Get(k); ok {
+			return v.AsString()
+		}
+		return ""
+	}
+	res.ServiceName, res.Pod, res.Namespace, res.Host = str(ResService), str(ResPod), str(ResNamespace), str(ResHost)
+	return res
+}
+
+func (r *Receiver) reject(transport, reason string) {
+	key := transport + "\x00" + reason
+	v, _ := r.rejected.LoadOrStore(key, new(atomic.Uint64))
+	v.(*atomic.Uint64).Add(1)
+}
+
+// response reports the spans that were not folded as rejected, as the
+// OTLP specification's partial success asks, naming the first reason.
+func response(o Outcome) ptraceotlp.ExportResponse {
+	resp := ptraceotlp.NewExportResponse()
+	if o.Dropped > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedSpans(int64(o.Dropped))
+		ps.SetErrorMessage(fmt.Sprintf("%d request spans not counted (first reason: %s); see goodput_exporter_otlp_spans_total", o.Dropped, o.First))
+	}
+	return resp
+}
+
+// ServeHTTP answers POST /v1/traces (any path it is mounted on) with
+// application/x-protobuf or application/json bodies, optionally gzip.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		r.reject(TransportHTTP, RejectMethod)
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "OTLP traces are sent with POST", http.StatusMethodNotAllowed)
+		return
+	}
+	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if ct != ctProto && ct != ctJSON {
+		r.reject(TransportHTTP, RejectMedia)
+		http.Error(w, fmt.Sprintf("content type %q: want application/x-protobuf or application/json", ct), http.StatusUnsupportedMediaType)
+		return
+	}
+	body, status, err := r.readBody(w, req)
+	if err != nil {
+		reason := RejectMalformed
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			reason = RejectTooLarge
+		case http.StatusUnsupportedMediaType:
+			reason = RejectMedia
+		}
+		r.reject(TransportHTTP, reason)
+		httpError(w, ct, status, err.Error())
+		return
+	}
+	er := ptraceotlp.NewExportRequest()
+	if ct == ctJSON {
+		err = er.UnmarshalJSON(body)
+	} else {
+		err = er.UnmarshalProto(body)
+	}
+	if err != nil {
+		r.reject(TransportHTTP, RejectMalformed)
+		httpError(w, ct, http.StatusBadRequest, "not an OTLP trace export: "+err.Error())
+		return
+	}
+	var addr netip.Addr
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err == nil {
+		addr = ap.Addr()
+	}
+	resp := response(r.Consume(addr, er.Traces()))
+	var out []byte
+	if ct == ctJSON {
+		out, err = resp.MarshalJSON()
+	} else {
+		out, err = resp.MarshalProto()
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Write(out)
+}
+
+const (
+	ctProto = "application/x-protobuf"
+	ctJSON  = "application/json"
+)
+
+// httpError answers with a google.rpc.Status in the request's encoding, as
+// the OTLP/HTTP specification asks, so that the sender's exporter can log
+// the message.
+func httpError(w http.ResponseWriter, ct string, code int, msg string) {
+	st := status.New(codes.InvalidArgument, msg).Proto()
+	var body []byte
+	var err error
+	if ct == ctJSON {
+		body, err = protojson.Marshal(st)
+	} else {
+		body, err = proto.Marshal(st)
+	}
+	if err != nil {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(code)
+	w.Write(body)
+}
+
+// readBody reads the body, decompressed, refusing more than the cap.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
+	limit := r.opts.MaxRequestSize
+	var src io.Reader = http.MaxBytesReader(w, req.Body, limit)
+	switch req.Header.Get("Content-Encoding") {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, statusOf(err), fmt.Errorf("gzip body: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	default:
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", req.Header.Get("Content-Encoding"))
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(src, limit+1))
+	if err != nil {
+		return nil, statusOf(err), fmt.Errorf("reading body: %w", err)
+	}
+	if n > limit {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request over %d bytes decompressed (--otlp.max-request-size)", limit)
+	}
+	return buf.Bytes(), 0, nil
+}
+
+func statusOf(err error) int {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// GRPCServerOptions are the options the gRPC server must be built with:
+// the message cap (the library refuses larger ones with ResourceExhausted
+// before the receiver sees them).
+func (r *Receiver) GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(r.opts.MaxRequestSize))}
+}
+
+// RegisterGRPC registers the OTLP trace service on s.
+func (r *Receiver) RegisterGRPC(s *grpc.Server) {
+	ptraceotlp.RegisterGRPCServer(s, &grpcServer{r: r})
+}
+
+type grpcServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	r *Receiver
+}
+
+func (g *grpcServer) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	var addr netip.Addr
+	if p, ok := peer.FromContext(ctx); ok {
+		if ta, ok := p.Addr.(*net.TCPAddr); ok {
+			addr = ta.AddrPort().Addr()
+		}
+	}
+	return response(g.r.Consume(addr, req.Traces())), nil
+}
+
+// Describe implements prometheus.Collector.
+func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
+	ch <- r.spansDesc
+	ch <- r.rejectedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
+	for i, res := range Results {
+		ch <- prometheus.MustNewConstMetric(r.spansDesc, prometheus.CounterValue, float64(r.spans[i].Load()), res)
+	}
+	// gRPC refuses oversized or undecodable messages inside the library,
+	// before the receiver sees them, with ResourceExhausted or Internal.
+	for _, why := range []string{RejectTooLarge, RejectMalformed, RejectMedia, RejectMethod} {
+		n := uint64(0)
+		if v, ok := r.rejected.Load(TransportHTTP + "\x00" + why); ok {
+			n = v.(*atomic.Uint64).Load()
+		}
+		ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(n), TransportHTTP, why)
+	}
+}
+
+// Spans returns the count of spans with the given outcome (tests).
+func (r *Receiver) Spans(result string) uint64 {
+	for i, x := range Results {
+		if x == result {
+			return r.spans[i].Load()
+		}
+	}
+	return 0
+}
