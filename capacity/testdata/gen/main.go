@@ -63,7 +63,9 @@ func requests(r row) []req {
 		}
 	}
 	goodCap := math.Min(r.ttftP99, 490)
-	spread(n-bad, goodTok, func(i int) float64 { return math.Round(goodCap*(0.5+0.5*float64(i)/float64(max(n-bad-1, 1)))*100) / 100 })
+	spread(n-bad, goodTok, func(i int) float64 {
+		return math.Round(goodCap*(0.5+0.5*float64(i)/float64(max(n-bad-1, 1)))*100) / 100
+	})
 	spread(bad, total-goodTok, func(int) float64 { return math.Max(r.ttftP99, 510) })
 	return out
 }
