@@ -224,7 +224,7 @@ func Compare(base, cur *Result, maxDrop float64) []string {
 	}
 	if c.Goodput < b.Goodput*(1-maxDrop) {
 		out = append(out, fmt.Sprintf("goodput at the knee fell %.1f%%: %s tok/s, was %s tok/s (allowed: %.1f%%)",
-			100*(1-c.Goodput/b.Goodput), thousands(c.Goodput), thousands(b.Goodput), 100*maxDrop))
+			100*(1-c.Goodput/b.Goodput), Thousands(c.Goodput), Thousands(b.Goodput), 100*maxDrop))
 	}
 	return out
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
 
-// thousands formats v rounded to a whole number with comma separators.
-func thousands(v float64) string {
+// Thousands formats v rounded to a whole number with comma separators.
+func Thousands(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
@@ -72,7 +72,7 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 			verdict += ", knee"
 		}
 		fmt.Fprintf(tw, "%d\t%g\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, p.Rate, pctCell(&p.Point, goodput.KindTTFT, 99),
-			pctCell(&p.Point, goodput.KindITL, 50), thousands(p.Throughput), thousands(p.Goodput), verdict)
+			pctCell(&p.Point, goodput.KindITL, 50), Thousands(p.Throughput), Thousands(p.Goodput), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -80,21 +80,21 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	k := r.KneePoint()
 	fmt.Fprintln(w)
 	if r.KneeReached {
-		fmt.Fprintf(w, "knee: round %d at %g req/s, %s tok/s of goodput\n", k.Round, k.Rate, thousands(k.Goodput))
+		fmt.Fprintf(w, "knee: round %d at %g req/s, %s tok/s of goodput\n", k.Round, k.Rate, Thousands(k.Goodput))
 	} else {
 		fmt.Fprintf(w, "knee not reached: goodput still rose at the last round (%d, %g req/s); capacity is at least %s tok/s of goodput (a lower bound)\n",
-			k.Round, k.Rate, thousands(k.Goodput))
+			k.Round, k.Rate, Thousands(k.Goodput))
 	}
 	if r.Safe >= 0 {
 		p := &r.Points[r.Safe]
 		fmt.Fprintf(w, "safe capacity: %g req/s (round %d), the highest rate that met the SLO, %s tok/s of goodput\n",
-			p.Rate, p.Round, thousands(p.Goodput))
+			p.Rate, p.Round, Thousands(p.Goodput))
 	} else {
 		fmt.Fprintln(w, "safe capacity: none; no round met the SLO")
 	}
 	if s.Peak > 0 {
-		fmt.Fprintf(w, "replicas for %s tok/s at peak: %d (%s / %s = %.3f)\n", thousands(s.Peak), s.Replicas,
-			thousands(s.Peak), thousands(k.Goodput), s.Peak/k.Goodput)
+		fmt.Fprintf(w, "replicas for %s tok/s at peak: %d (%s / %s = %.3f)\n", Thousands(s.Peak), s.Replicas,
+			Thousands(s.Peak), Thousands(k.Goodput), s.Peak/k.Goodput)
 	}
 	if s.HasCost {
 		fmt.Fprintf(w, "cost at the knee: %.2f %s per million good tokens (%.2f %s/h a replica)\n",
