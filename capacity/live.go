@@ -21,7 +21,8 @@ type LiveOptions struct {
 	// the least recently seen one goes first).
 	MaxLevels int
 	// Drop is how far below the knee's goodput a higher load level must
-	// fall to count as past the knee (default 0.05, 5 %).
+	// fall to count as past the knee, and how far below its own
+	// throughput (goodput stopped tracking it) (default 0.05, 5 %).
 	Drop float64
 	// MinLoad is the load below which a window is idle and not a level
 	// (default 0.05 req/s).
@@ -141,7 +142,8 @@ type Estimate struct {
 	// (output tok/s of requests meeting the SLO).
 	KneeLoad, KneeGoodput float64
 	// Reached is true when a load past the knee was observed: a higher
-	// load level whose goodput fell more than Drop below the knee's.
+	// load level whose goodput fell more than Drop below the knee's and
+	// below its own throughput.
 	// Otherwise the knee is a lower bound: goodput was still rising at
 	// the highest load seen.
 	Reached bool
@@ -174,7 +176,10 @@ func (l *Live) Estimate() (Estimate, bool) {
 	e.KneeLoad, e.KneeGoodput = k.load, k.good
 	for i := knee + 1; i < len(l.levels); i++ {
 		lv := &l.levels[i]
-		if lv.windows >= l.o.MinWindows && lv.good < k.good*(1-l.o.Drop) {
+		// past the knee goodput no longer tracks throughput: a level
+		// whose goodput is below the knee's only by noise, while nearly
+		// all its tokens are still good, is not evidence
+		if lv.windows >= l.o.MinWindows && lv.good < k.good*(1-l.o.Drop) && lv.good < lv.thr*(1-l.o.Drop) {
 			e.Reached = true
 			break
 		}
