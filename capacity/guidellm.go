@@ -52,7 +52,6 @@ type guideDist struct {
 
 type guideRequest struct {
 	TTFTms       *float64 `json:"time_to_first_token_ms"`
-	TPOTms       *float64 `json:"time_per_output_token_ms"`
 	ITLms        *float64 `json:"inter_token_latency_ms"`
 	Latency      *float64 `json:"request_latency"` // seconds
 	OutputTokens *float64 `json:"output_tokens"`
@@ -120,9 +119,13 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 		case b.Start != nil && b.End != nil:
 			p.Duration = *b.End - *b.Start
 		}
+		// GuideLLM's time_per_output_token_ms counts the first token;
+		// its inter_token_latency_ms is the mean gap after it, which is
+		// what tpot means here (vLLM's definition), and per request what
+		// itl is judged on.
 		for name, kind := range map[string]goodput.Kind{
-			"time_to_first_token_ms": goodput.KindTTFT, "time_per_output_token_ms": goodput.KindTPOT,
-			"inter_token_latency_ms": goodput.KindITL, "request_latency": goodput.KindE2E,
+			"time_to_first_token_ms": goodput.KindTTFT, "inter_token_latency_ms": goodput.KindITL,
+			"request_latency": goodput.KindE2E,
 		} {
 			d := b.Metrics[name].Successful
 			if d == nil {
@@ -132,12 +135,18 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 			if kind == goodput.KindE2E {
 				scale = 1 // GuideLLM's request_latency is in seconds
 			}
-			if d.Median != nil {
-				p.setPct(kind, 50, *d.Median*scale)
+			kinds := []goodput.Kind{kind}
+			if kind == goodput.KindITL {
+				kinds = append(kinds, goodput.KindTPOT)
 			}
-			for k, v := range d.Percentiles {
-				if pct, ok := guidePct[k]; ok {
-					p.setPct(kind, pct, v*scale)
+			for _, kind := range kinds {
+				if d.Median != nil {
+					p.setPct(kind, 50, *d.Median*scale)
+				}
+				for k, v := range d.Percentiles {
+					if pct, ok := guidePct[k]; ok {
+						p.setPct(kind, pct, v*scale)
+					}
 				}
 			}
 		}
@@ -148,7 +157,7 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 				if q.OutputTokens == nil && q.OutputUsage != nil {
 					tok = orNaN(q.OutputUsage.TextTokens)
 				}
-				p.Requests = append(p.Requests, Request{TTFT: ms(q.TTFTms), TPOT: ms(q.TPOTms), ITL: ms(q.ITLms),
+				p.Requests = append(p.Requests, Request{TTFT: ms(q.TTFTms), TPOT: ms(q.ITLms), ITL: ms(q.ITLms),
 					E2E: orNaN(q.Latency), OutputTokens: tok})
 			}
 			for range len(r.Errored) + len(r.Incomplete) {

@@ -230,3 +230,33 @@ func TestHostileFiles(t *testing.T) {
 		t.Error("queue objective judged")
 	}
 }
+
+// TestTPOTFromGuideLLM: tpot is judged on GuideLLM's inter_token_latency_ms
+// (the mean gap after the first token, vLLM's TPOT), not on its
+// time_per_output_token_ms, which counts the first token. Every request of
+// the fixture has a 24 ms gap in round 6 and 31 ms in round 7 (the table's
+// ITL P50): a TPOT ≤ 24.5 ms objective for 95 % passes round 6's 170
+// requests and fails all of round 7's, so with TTFT the knee stays round 6.
+// Judged on time_per_output_token_ms instead, round 6 would fail: with
+// TTFTs from 230 to 490 ms over about 197 tokens it is 25.1 ms and up.
+func TestTPOTFromGuideLLM(t *testing.T) {
+	sw, err := Read("testdata/guidellm/benchmarks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slo := chatSLO
+	slo.Objectives = append(slo.Objectives[:1:1], goodput.Objective{Kind: goodput.KindTPOT, Threshold: 0.0245, Target: 0.95})
+	res, err := Judge(sw, slo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.Points[5].Attainment[1]; a != 1 {
+		t.Errorf("round 6 TPOT attainment %v, want 1", a)
+	}
+	if a := res.Points[6].Attainment[1]; a != 0 || res.Points[6].Goodput != 0 {
+		t.Errorf("round 7 TPOT attainment %v, goodput %v; want 0, 0", a, res.Points[6].Goodput)
+	}
+	if k := res.KneePoint(); k.Round != 6 || k.Goodput != 3330 {
+		t.Errorf("knee round %d, %v tok/s", k.Round, k.Goodput)
+	}
+}

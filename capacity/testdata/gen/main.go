@@ -100,7 +100,8 @@ func guidellm(rows []row) obj {
 		var succ []any
 		for _, q := range requests(r) {
 			succ = append(succ, obj{"time_to_first_token_ms": q.ttft, "inter_token_latency_ms": q.itl,
-				"time_per_output_token_ms": q.itl, "output_tokens": q.tokens,
+				// GuideLLM's TPOT counts the first token
+				"time_per_output_token_ms": (q.ttft + q.itl*float64(q.tokens-1)) / float64(q.tokens), "output_tokens": q.tokens,
 				"request_latency": (q.ttft + q.itl*float64(q.tokens-1)) / 1000})
 		}
 		benches = append(benches, obj{
