@@ -47,6 +47,7 @@ func (t *target) emit(s collector.Sink) {
 	// while the engine is down: rate() over them remains continuous.
 	t.sloD.emit(s, t.tracker, st.engine)
 	t.exactMetrics(s, st.engine)
+	t.capacityMetrics(s, st.engine)
 }
 
 // gpuCollector exports the GPU series through the registry (a few per

@@ -51,6 +51,7 @@ type target struct {
 	updates  uint64
 	diag     *diagnosis.Diagnoser // see diagnosis.go
 	diagD    *diagDescs
+	capLive  *liveCapacity // see capacity.go
 }
 
 // discQuiet is how many updates a discontinuity must be absent before it
@@ -134,6 +135,7 @@ func constLabels(tc config.Target) prometheus.Labels {
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
+	capLive := old.capLive
 	exact, bounds := old.exact, old.bounds
 	old.exact = nil // spans matched to the old target before the swap are dropped, not raced
 	old.mu.Unlock()
@@ -141,6 +143,7 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
 	t.exact, t.bounds = exact, bounds
+	t.capLive = capLive
 	t.exact.SetLimit(t.cfg.ModelLimit)
 	t.exact.Reconfigure(slos)
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
@@ -262,6 +265,7 @@ func (t *target) scrape(ctx context.Context) {
 		if err := t.tracker.Update(snap); err != nil {
 			t.logger.Error("goodput update", "err", err)
 		}
+		t.capacityObserve(prev.snap, snap)
 		t.noteBounds()
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
 		t.discontinuities()

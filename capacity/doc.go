@@ -1,0 +1,8 @@
+// Package capacity finds the knee under an SLO: the load at which goodput
+// (the output tokens of the requests that meet every objective) is highest,
+// past which more load buys less good work. It reads the sweep results of
+// load generators (GuideLLM, AIPerf, `vllm bench serve`), judges each point
+// against an SLO, sizes replicas and prices a million good tokens at the
+// knee, compares two sweeps as a regression gate, and estimates the knee
+// from live traffic (Live) for the daemon's llm_capacity_* series.
+package capacity

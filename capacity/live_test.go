@@ -1,0 +1,108 @@
+package capacity
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// feed adds windows of 60 s at rate req/s with throughput and goodput in
+// tok/s, as four 15 s intervals each.
+func feed(l *Live, at *time.Time, windows int, rate, thr, good float64) {
+	for range windows * 4 {
+		*at = at.Add(15 * time.Second)
+		l.Add(*at, 15, rate*15, thr*15, good*15)
+	}
+}
+
+// TestLiveWorkedExample replays the worked example's rounds as live
+// traffic, three windows each. Up to round 6 goodput only rises: the
+// estimate is round 6's 17 req/s and 3,330 tok/s as a lower bound. Round
+// 7's 2,520 tok/s is 24 % below 3,330 (more than the 5 % Drop): from then
+// on it is a knee. Headroom at 20 req/s is 1 − 20/17 = −0.176; when the
+// load falls back to 8 req/s it is 1 − 8/17 = 0.529.
+func TestLiveWorkedExample(t *testing.T) {
+	l := NewLive(LiveOptions{})
+	at := time.Unix(0, 0)
+	if _, ok := l.Estimate(); ok {
+		t.Fatal("estimate before any window")
+	}
+	for _, r := range example[:6] {
+		feed(l, &at, 3, r.rate, r.thr, r.good)
+	}
+	e, ok := l.Estimate()
+	if !ok || e.Reached || e.KneeLoad != 17 || e.KneeGoodput != 3330 || e.Levels != 6 {
+		t.Fatalf("before the knee: %+v %v; want a lower bound at 17 req/s, 3330 tok/s, 6 levels", e, ok)
+	}
+	if math.Abs(e.Headroom) > 1e-12 {
+		t.Fatalf("headroom at the knee's own load = %v, want 0", e.Headroom)
+	}
+	feed(l, &at, 3, example[6].rate, example[6].thr, example[6].good)
+	e, _ = l.Estimate()
+	if !e.Reached || e.KneeLoad != 17 || math.Abs(e.Headroom-(1-20.0/17)) > 1e-12 {
+		t.Fatalf("past the knee: %+v", e)
+	}
+	feed(l, &at, 1, 8, 1900, 1900)
+	e, _ = l.Estimate()
+	if !e.Reached || math.Abs(e.Headroom-(1-8.0/17)) > 1e-12 {
+		t.Fatalf("back at 8 req/s: %+v", e)
+	}
+	// one window at a level is not enough evidence for it
+	l2 := NewLive(LiveOptions{})
+	feed(l2, &at, 1, 17, 3400, 3330)
+	if _, ok := l2.Estimate(); ok {
+		t.Fatal("a single window made an estimate")
+	}
+}
+
+// example mirrors the worked example's rounds (rate, throughput, goodput).
+var example = []struct{ rate, thr, good float64 }{
+	{2, 480, 480}, {5, 1200, 1200}, {8, 1900, 1900}, {11, 2500, 2500}, {14, 3100, 3060},
+	{17, 3400, 3330}, {20, 3700, 2520}, {23, 3850, 1700}, {26, 3950, 900}, {30, 4000, 380},
+}
+
+// TestLiveBounded: a thousand distinct loads keep at most MaxLevels
+// levels; hostile intervals change nothing.
+func TestLiveBounded(t *testing.T) {
+	l := NewLive(LiveOptions{MaxLevels: 16})
+	at := time.Unix(0, 0)
+	for i := range 1000 {
+		feed(l, &at, 1, 0.1*math.Pow(1.06, float64(i%200)), 100, 100)
+	}
+	if n := l.LevelCount(); n != 16 {
+		t.Fatalf("%d levels, want the bound 16", n)
+	}
+	before := *l
+	for _, v := range []float64{math.NaN(), math.Inf(1), -1} {
+		l.Add(at, 15, v, 1, 1)
+		l.Add(at, v, 1, 1, 1)
+	}
+	l.Add(at, 0, 1, 1, 1)
+	if l.secs != before.secs || l.reqs != before.reqs {
+		t.Fatal("a hostile interval was added")
+	}
+	// idle windows leave no level but set the current load
+	l3 := NewLive(LiveOptions{})
+	feed(l3, &at, 3, 0.01, 0, 0)
+	if l3.LevelCount() != 0 {
+		t.Fatal("idle windows made a level")
+	}
+}
+
+// TestLiveNoiseIsNotAKnee: a higher level whose goodput is 8 % below the
+// best (3,000 against 3,260 tok/s) while all its tokens are still good
+// (goodput = throughput) is noise in the workload, not load past the
+// knee; one where only 70 % of them are good (2,450 of 3,500) is.
+func TestLiveNoiseIsNotAKnee(t *testing.T) {
+	l := NewLive(LiveOptions{})
+	at := time.Unix(0, 0)
+	feed(l, &at, 2, 14, 3260, 3260)
+	feed(l, &at, 2, 16, 3000, 3000)
+	if e, _ := l.Estimate(); e.Reached || e.KneeLoad != 14 {
+		t.Fatalf("noise read as a knee: %+v", e)
+	}
+	feed(l, &at, 2, 18, 3500, 2450)
+	if e, _ := l.Estimate(); !e.Reached || e.KneeLoad != 14 {
+		t.Fatalf("past the knee not seen: %+v", e)
+	}
+}
