@@ -28,6 +28,9 @@ type serveCmd struct {
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	GPU           gpuFlags      `embed:""`
+
+	// Kubernetes discovery: the engines among this node's pods.
+	Kubernetes kubernetesFlags `embed:""`
 }
 
 // Validate checks the flags before anything starts.
@@ -40,6 +43,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
 		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
+	}
+	if err := s.Kubernetes.validate(); err != nil {
+		return err
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
@@ -117,8 +123,16 @@ func (s *serveCmd) Run(e *env) error {
 		closeAll(listeners)
 		return err
 	}
+	stopDiscovery, err := s.Kubernetes.start(ctx, ex, e.logger)
+	if err != nil {
+		cancel()
+		ex.Wait()
+		closeAll(listeners)
+		return err
+	}
 	defer func() {
 		cancel()
+		stopDiscovery()
 		ex.Wait()
 	}()
 
