@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,6 +50,9 @@ const (
 )
 
 var engines = []string{"auto", "vllm", "sglang", "llamacpp"}
+
+// maxModel bounds the model annotation, a label value on every series.
+const maxModel = 256
 
 // Rules say which pods are targets and how they are labelled.
 type Rules struct {
@@ -144,6 +148,10 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 	if !slices.Contains(engines, engine) {
 		return nil, fmt.Errorf("engine %q: want one of %v", engine, engines)
 	}
+	model := get(AnnotationModel, "")
+	if !utf8.ValidString(model) || len(model) > maxModel {
+		return nil, fmt.Errorf("model annotation: want UTF-8 of at most %d bytes", maxModel)
+	}
 	eps, err := endpoints(pod, get(AnnotationPort, PromPort))
 	if err != nil {
 		return nil, err
@@ -168,7 +176,7 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 			Name:      name,
 			URL:       scheme + "://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(ep.port))) + path,
 			Engine:    engine,
-			Model:     get(AnnotationModel, ""),
+			Model:     model,
 			Labels:    labels,
 			Namespace: pod.Namespace,
 			Pod:       pod.Name,
