@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
@@ -37,9 +36,10 @@ type Sink interface {
 // Options configure a Discoverer.
 type Options struct {
 	Rules
-	// Pods reads pods: a client-go CoreV1 client. A fake one must also
-	// have the fake clientset's IsWatchListSemanticsUnSupported method.
-	Pods corev1client.PodsGetter
+	// Pods lists and watches the pods of every namespace (NewPodClient,
+	// or client-go's typed pod client). A fake one must also have the fake
+	// clientset's IsWatchListSemanticsUnSupported method.
+	Pods PodClient
 	// Resync re-lists the informer's cache to its handlers; 0: never (the
 	// watch keeps it current).
 	Resync time.Duration
@@ -97,7 +97,7 @@ func New(opts Options) (*Discoverer, error) {
 		}
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", opts.Node).String()
-	pods := opts.Pods.Pods(metav1.NamespaceAll)
+	pods := opts.Pods
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector

@@ -71,7 +71,7 @@ func engine(t *testing.T, file string) int32 {
 // fakePods is the fake clientset's pod client, saying as the clientset
 // does that it cannot stream lists (so the informer lists, then watches).
 type fakePods struct {
-	corev1client.PodsGetter
+	corev1client.PodInterface
 	c *fake.Clientset
 }
 
@@ -126,7 +126,7 @@ func start(t *testing.T, gm *gpu.Manager, configured []config.Target, pods ...ru
 	}
 	disc, err := New(Options{
 		Rules:      Rules{Node: "node-a", PrometheusAnnotations: true, PodLabels: []string{"app.kubernetes.io/name"}},
-		Pods:       fakePods{d.client.CoreV1(), d.client},
+		Pods:       fakePods{d.client.CoreV1().Pods(metav1.NamespaceAll), d.client},
 		Logger:     logger,
 		Registerer: ex.Registry(),
 	})

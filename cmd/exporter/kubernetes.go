@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/goodput-exporter/goodput-exporter/discovery"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
@@ -40,12 +40,15 @@ func (k *kubernetesFlags) start(ctx context.Context, ex *exporter.Exporter, logg
 	if !k.Discovery {
 		return func() {}, nil
 	}
+	// client-go logs through klog (a watch that ends, a relist): into the
+	// daemon's log, in its format.
+	klog.SetSlogLogger(logger.With("component", "client-go"))
 	rc, err := rest.InClusterConfig()
 	if err != nil {
 		return nil, fmt.Errorf("--kubernetes.discovery: %w", err)
 	}
 	rc.UserAgent = "goodput-exporter"
-	client, err := corev1client.NewForConfig(rc)
+	client, err := discovery.NewPodClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("--kubernetes.discovery: %w", err)
 	}
