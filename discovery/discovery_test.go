@@ -114,7 +114,7 @@ func start(t *testing.T, gm *gpu.Manager, configured []config.Target, pods ...ru
 	})
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ex := exporter.New(exporter.Options{Interval: 100 * time.Millisecond, Timeout: 100 * time.Millisecond,
+	ex := exporter.New(exporter.Options{Interval: 250 * time.Millisecond, Timeout: 250 * time.Millisecond,
 		NoJitter: true, Logger: logger, GPU: gm})
 	ctx, cancel := context.WithCancel(context.Background())
 	load := func() (*config.Config, error) {
@@ -203,7 +203,7 @@ func seriesOf(mfs map[string]*dto.MetricFamily, target string) int {
 
 func (d *daemon) waitFor(what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
 	d.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mfs := d.metrics()
 		if cond(mfs) {
@@ -310,7 +310,7 @@ func TestDiscoveryFollowsThePodsOfTheNode(t *testing.T) {
 	// ready"); Prometheus-annotated, read through the fallback.
 	b := newPod("sglang-a", sglang, annotated(PromScrape, "true"), pending)
 	d.create(b)
-	time.Sleep(400 * time.Millisecond) // four intervals: a pending pod must not appear
+	time.Sleep(time.Second) // four intervals: a pending pod must not appear
 	if n := seriesOf(d.metrics(), "llm/sglang-a"); n != 0 {
 		t.Fatalf("a pending pod without an IP has %d series", n)
 	}
@@ -356,8 +356,12 @@ func TestDiscoveryFollowsThePodsOfTheNode(t *testing.T) {
 	mfs = d.waitFor("llm/vllm-a gone", func(m map[string]*dto.MetricFamily) bool {
 		return seriesOf(m, "llm/vllm-a") == 0
 	})
-	if !up(mfs, map[string]string{"target": "static"}) || !up(mfs, map[string]string{"target": "llm/multi/vllm"}) {
-		t.Error("deleting one pod disturbed the other targets")
+	// The others are still there (up or not: a scrape may time out on a
+	// loaded machine; what matters is that they were not removed).
+	for _, other := range []string{"static", "llm/multi/vllm", "llm/multi/sglang"} {
+		if n := len(samples(mfs, "llm_up", map[string]string{"target": other})); n != 1 {
+			t.Errorf("deleting one pod removed %s (%d llm_up series)", other, n)
+		}
 	}
 	for _, name := range []string{"llm/vllm-b", "llm/plain"} {
 		if n := seriesOf(mfs, name); n != 0 {
