@@ -32,8 +32,8 @@ chart-test:
 # chart-sync copies the rules and dashboards into the chart (Helm reads
 # only files inside the chart); chart-test fails when they differ.
 chart-sync:
-	rm -f $(CHART)/files/rules/*.rules.yml $(CHART)/files/dashboards/*.json
-	cp rules/*.rules.yml $(CHART)/files/rules/
+	rm -f $(CHART)/files/rules/*.yml $(CHART)/files/dashboards/*.json
+	cp rules/*.yml $(CHART)/files/rules/
 	cp dashboards/*.json $(CHART)/files/dashboards/
 
 # manifests rewrites deploy/kubernetes/ from the chart's defaults.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,10 +22,18 @@ func TestDefaults(t *testing.T) {
 	objs := decode(t, render(t, ""))
 	want := []string{
 		"ClusterRole/goodput-exporter", "ClusterRoleBinding/goodput-exporter",
-		"ConfigMap/goodput-exporter", "ConfigMap/goodput-exporter-dashboard-goodput-overview",
-		"DaemonSet/goodput-exporter", "PrometheusRule/goodput-exporter-goodput",
+		"ConfigMap/goodput-exporter", "DaemonSet/goodput-exporter",
 		"Service/goodput-exporter", "ServiceAccount/goodput-exporter", "ServiceMonitor/goodput-exporter",
 	}
+	// Plus one PrometheusRule per rule file and one ConfigMap per
+	// dashboard (TestRulesAndDashboardsAreTheSources checks their content).
+	for _, f := range glob(t, root+"/dashboards/*.json") {
+		want = append(want, "ConfigMap/goodput-exporter-dashboard-"+strings.TrimSuffix(f, ".json"))
+	}
+	for _, name := range ruleObjects(t) {
+		want = append(want, "PrometheusRule/"+name)
+	}
+	slices.Sort(want)
 	if got := kinds(objs); !reflect.DeepEqual(got, want) {
 		t.Errorf("objects\n got %q\nwant %q", got, want)
 	}
@@ -280,7 +289,7 @@ dashboards: {enabled: false}
 // them unchanged.
 func TestRulesAndDashboardsAreTheSources(t *testing.T) {
 	for _, c := range []struct{ src, copy string }{
-		{root + "/rules/*.rules.yml", chartDir + "/files/rules/*.rules.yml"},
+		{root + "/rules/*.yml", chartDir + "/files/rules/*.yml"},
 		{root + "/dashboards/*.json", chartDir + "/files/dashboards/*.json"},
 	} {
 		src, cp := glob(t, c.src), glob(t, c.copy)
@@ -297,8 +306,19 @@ func TestRulesAndDashboardsAreTheSources(t *testing.T) {
 	}
 
 	objs := decode(t, render(t, ""))
-	for _, f := range glob(t, root+"/rules/*.rules.yml") {
-		name := "PrometheusRule/goodput-exporter-" + strings.TrimSuffix(f, ".rules.yml")
+	rules := 0
+	for _, f := range glob(t, root+"/rules/*.yml") {
+		var src struct {
+			Groups []map[string]any `json:"groups"`
+		}
+		if err := yaml.Unmarshal([]byte(readFile(t, root+"/rules/"+f)), &src); err != nil {
+			t.Fatalf("rules/%s: %v", f, err)
+		}
+		if len(src.Groups) == 0 {
+			continue // not a rule file
+		}
+		rules++
+		name := "PrometheusRule/" + ruleObject(f)
 		pr, ok := objs[name].(*monitoringv1.PrometheusRule)
 		if !ok {
 			t.Errorf("no %s among %s", name, fmtKinds(objs))
@@ -306,12 +326,6 @@ func TestRulesAndDashboardsAreTheSources(t *testing.T) {
 		}
 		// Both sides as generic JSON: the rule file's groups and the
 		// rendered ones must be the same data.
-		var src struct {
-			Groups []map[string]any `json:"groups"`
-		}
-		if err := yaml.UnmarshalStrict([]byte(readFile(t, root+"/rules/"+f)), &src); err != nil {
-			t.Fatal(err)
-		}
 		got, _ := json.Marshal(pr.Spec.Groups)
 		var gotGroups []map[string]any
 		json.Unmarshal(got, &gotGroups)
@@ -321,6 +335,15 @@ func TestRulesAndDashboardsAreTheSources(t *testing.T) {
 		if len(wantGroups) == 0 || !reflect.DeepEqual(gotGroups, wantGroups) {
 			t.Errorf("%s groups differ from rules/%s\n got %s\nwant %s", name, f, got, want)
 		}
+	}
+	var prs []string
+	for _, k := range kinds(objs) {
+		if strings.HasPrefix(k, "PrometheusRule/") {
+			prs = append(prs, k)
+		}
+	}
+	if rules == 0 || len(prs) != rules {
+		t.Errorf("%d rule files in rules/, PrometheusRules %q", rules, prs)
 	}
 	for _, f := range glob(t, root+"/dashboards/*.json") {
 		name := "ConfigMap/goodput-exporter-dashboard-" + strings.TrimSuffix(f, ".json")
@@ -339,6 +362,29 @@ func TestRulesAndDashboardsAreTheSources(t *testing.T) {
 			t.Errorf("%s: not JSON", name)
 		}
 	}
+}
+
+// ruleObject is the PrometheusRule a rule file becomes.
+func ruleObject(file string) string {
+	base := strings.TrimSuffix(strings.TrimSuffix(file, ".yml"), ".rules")
+	return "goodput-exporter-" + strings.ToLower(strings.NewReplacer(".", "-", "_", "-").Replace(base))
+}
+
+// ruleObjects are the PrometheusRules of rules/*.yml: the files with groups.
+func ruleObjects(t *testing.T) []string {
+	var out []string
+	for _, f := range glob(t, root+"/rules/*.yml") {
+		var src struct {
+			Groups []any `json:"groups"`
+		}
+		if err := yaml.Unmarshal([]byte(readFile(t, root+"/rules/"+f)), &src); err != nil {
+			t.Fatalf("rules/%s: %v", f, err)
+		}
+		if len(src.Groups) > 0 {
+			out = append(out, ruleObject(f))
+		}
+	}
+	return out
 }
 
 func filepathBase(p string) string { return p[strings.LastIndex(p, "/")+1:] }
