@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz
+.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image
 
 all: build test
 
@@ -15,9 +15,36 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o goodput-exporter ./cmd/exporter
 
 # test is what CI runs (.ci/run): formatting, vet, then every test with the
-# race detector.
+# race detector, then the Helm chart's tests (their own module, so that the
+# Helm library stays out of the daemon's).
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) chart-test
+
+CHART     := deploy/helm/goodput-exporter
+CHARTTEST := deploy/helm/chart_test
+
+# chart-test renders the chart (default and other values), decodes every
+# object strictly and checks it against the sources and the plain manifests.
+chart-test:
+	cd $(CHARTTEST) && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# chart-sync copies the rules and dashboards into the chart (Helm reads
+# only files inside the chart); chart-test fails when they differ.
+chart-sync:
+	rm -f $(CHART)/files/rules/*.yml $(CHART)/files/dashboards/*.json
+	cp rules/*.yml $(CHART)/files/rules/
+	cp dashboards/*.json $(CHART)/files/dashboards/
+
+# manifests rewrites deploy/kubernetes/ from the chart's defaults.
+manifests: chart-sync
+	cd $(CHARTTEST) && $(GO) test -count=1 -run TestPlainManifests . -update
+
+IMAGE ?= ghcr.io/goodput-exporter/goodput-exporter
+
+# image builds the container the chart runs (values.yaml image.repository).
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -57,6 +57,12 @@ type Exporter struct {
 	warned   map[string]bool
 	loops    sync.WaitGroup // renderer and GPU cycle
 
+	// fileCfg is the file's configuration alone, as last applied (cfg
+	// adds the discovered targets); guarded by mu. discovered are the
+	// targets service discovery found (SetDiscovered); guarded by reloadMu.
+	fileCfg    *config.Config
+	discovered []config.Target
+
 	reg      *prometheus.Registry
 	series   *seriesCache
 	gatherer prometheus.Gatherers
@@ -163,6 +169,13 @@ func (e *Exporter) Wait() {
 func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	return e.apply(cfg)
+}
+
+// apply is ApplyConfig with reloadMu held: the file's targets and the
+// discovered ones are reconciled together.
+func (e *Exporter) apply(file *config.Config) error {
+	cfg := e.withDiscovered(file)
 	e.mu.Lock()
 	ctx, running := e.ctx, e.targets
 	e.mu.Unlock()
@@ -218,7 +231,7 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 		t.setDiagnosis(ds, slos)
 	}
 	e.mu.Lock()
-	e.cfg, e.targets = cfg, next
+	e.cfg, e.fileCfg, e.targets = cfg, file, next
 	e.mu.Unlock()
 	for _, old := range gone {
 		if next[old.cfg.Name] == nil {

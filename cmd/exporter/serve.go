@@ -29,6 +29,9 @@ type serveCmd struct {
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
+
+	// Kubernetes discovery: the engines among this node's pods.
+	Kubernetes kubernetesFlags `embed:""`
 }
 
 // Validate checks the flags before anything starts.
@@ -43,6 +46,9 @@ func (s *serveCmd) Validate() error {
 		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
 	}
 	if err := s.OTLP.validate(); err != nil {
+		return err
+	}
+	if err := s.Kubernetes.validate(); err != nil {
 		return err
 	}
 	_, err := parseTargetFlags(s.Targets)
@@ -136,9 +142,18 @@ func (s *serveCmd) Run(e *env) error {
 		traces.close()
 		return err
 	}
+	stopDiscovery, err := s.Kubernetes.start(ctx, ex, e.logger)
+	if err != nil {
+		cancel()
+		traces.shutdown()
+		ex.Wait()
+		closeAll(listeners)
+		return err
+	}
 	defer func() {
 		cancel()
 		traces.shutdown()
+		stopDiscovery()
 		ex.Wait()
 	}()
 

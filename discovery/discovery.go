@@ -1,0 +1,222 @@
+// Package discovery finds the inference engines running on this node in
+// Kubernetes: a pod informer restricted by the field selector
+// spec.nodeName=<node> (no cluster-wide watch from every node's daemon),
+// annotations that say which pods are engines and where their metrics
+// are (Rules), and a loop that hands the resulting targets to the
+// exporter every time the node's pods change.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/goodput-exporter/goodput-exporter/config"
+)
+
+// Sink receives the complete set of discovered targets each time it
+// changes (exporter.Exporter is one).
+type Sink interface {
+	SetDiscovered([]config.Target) error
+}
+
+// Options configure a Discoverer.
+type Options struct {
+	Rules
+	// Pods lists and watches the pods of every namespace (NewPodClient,
+	// or client-go's typed pod client). A fake one must also have the fake
+	// clientset's IsWatchListSemanticsUnSupported method.
+	Pods PodClient
+	// Resync re-lists the informer's cache to its handlers; 0: never (the
+	// watch keeps it current).
+	Resync time.Duration
+	Logger *slog.Logger
+	// Registerer receives the discovery's own series; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Discoverer watches the node's pods and feeds their targets to a Sink.
+type Discoverer struct {
+	opts     Options
+	informer cache.SharedIndexInformer
+	kick     chan struct{}
+
+	targets prometheus.Gauge
+	invalid prometheus.Gauge
+
+	last        []config.Target
+	invalidPods map[string]string // pod -> why it cannot be scraped, as last logged
+}
+
+// New builds a discoverer; Run starts it.
+func New(opts Options) (*Discoverer, error) {
+	if opts.Node == "" {
+		return nil, errors.New("kubernetes discovery needs the node name (--kubernetes.node-name, or $NODE_NAME from the downward API)")
+	}
+	if opts.Pods == nil {
+		return nil, errors.New("kubernetes discovery needs a client")
+	}
+	if err := CheckPodLabels(opts.PodLabels); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Discoverer{
+		opts: opts,
+		kick: make(chan struct{}, 1),
+		targets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "goodput_exporter_kubernetes_discovered_targets",
+			Help: "Targets found among this node's pods by their annotations.",
+		}),
+		invalid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "goodput_exporter_kubernetes_invalid_pods",
+			Help: "Pods on this node annotated for scraping whose annotations cannot be used (bad port, scheme, path or engine); each is logged.",
+		}),
+		invalidPods: map[string]string{},
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(d.targets); err != nil {
+			return nil, err
+		}
+		if err := opts.Registerer.Register(d.invalid); err != nil {
+			return nil, err
+		}
+	}
+	selector := fields.OneTermEqualSelector("spec.nodeName", opts.Node).String()
+	pods := opts.Pods
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}, opts.Pods) // a fake client says it cannot stream lists
+	d.informer = cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{ResyncPeriod: opts.Resync})
+	// Keep only what Rules read: the cache then holds a few hundred bytes
+	// per pod instead of its whole spec and status.
+	if err := d.informer.SetTransform(slim); err != nil {
+		return nil, err
+	}
+	kick := func(any) { d.poke() }
+	if _, err := d.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    kick,
+		UpdateFunc: func(_, _ any) { d.poke() },
+		DeleteFunc: kick,
+	}); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Discoverer) poke() {
+	select {
+	case d.kick <- struct{}{}:
+	default: // a recomputation is already due; it reads the latest cache
+	}
+}
+
+// Run watches the pods and hands every change of the target set to sink
+// until ctx ends; it returns once the informer has stopped. Events that
+// arrive while the set is being applied are coalesced into one update.
+func (d *Discoverer) Run(ctx context.Context, sink Sink) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.informer.RunWithContext(ctx)
+	}()
+	defer func() { <-done }()
+	if !cache.WaitForCacheSync(ctx.Done(), d.informer.HasSynced) {
+		return ctx.Err()
+	}
+	d.opts.Logger.Info("kubernetes discovery synced", "node", d.opts.Node)
+	d.update(ctx, sink)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.kick:
+			d.update(ctx, sink)
+		}
+	}
+}
+
+// update recomputes the targets from the cache and applies them when
+// they changed.
+func (d *Discoverer) update(ctx context.Context, sink Sink) {
+	var ts []config.Target
+	invalid := map[string]string{}
+	for _, obj := range d.informer.GetStore().List() {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		pts, err := d.opts.Rules.Targets(pod)
+		if err != nil {
+			invalid[pod.Namespace+"/"+pod.Name] = err.Error()
+			continue
+		}
+		ts = append(ts, pts...)
+	}
+	slices.SortFunc(ts, func(a, b config.Target) int { return strings.Compare(a.Name, b.Name) })
+	for pod, why := range invalid {
+		if d.invalidPods[pod] != why {
+			d.opts.Logger.Warn("pod annotated for scraping cannot be scraped", "pod", pod, "err", why)
+		}
+	}
+	d.invalidPods = invalid
+	d.invalid.Set(float64(len(invalid)))
+	d.targets.Set(float64(len(ts)))
+	if reflect.DeepEqual(ts, d.last) {
+		return
+	}
+	if err := sink.SetDiscovered(ts); err != nil {
+		if ctx.Err() != nil {
+			return // stopping: the exporter refuses changes
+		}
+		d.opts.Logger.Error("applying discovered targets", "err", err)
+		return
+	}
+	d.last = ts
+	d.opts.Logger.Info("discovered targets changed", "targets", len(ts))
+}
+
+// slim is the informer's transform: it keeps the fields Rules read.
+func slim(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion,
+			Labels:          pod.Labels, Annotations: pod.Annotations,
+		},
+		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP},
+	}
+	for _, c := range pod.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+	}
+	return out, nil
+}
+
+// String describes the discoverer for logs.
+func (d *Discoverer) String() string { return fmt.Sprintf("pods on node %s", d.opts.Node) }
