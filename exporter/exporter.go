@@ -41,6 +41,10 @@ type Options struct {
 	// GPU reads the node's GPUs and attributes them to targets; nil
 	// exports no GPU series.
 	GPU *gpu.Manager
+	// Levers, when set, puts buttons on the status page that switch a
+	// simulated engine's failure lever, served by POST /-/lever. Only the
+	// demo sets it; a daemon serving real engines has no such endpoint.
+	Levers LeverSwitch
 }
 
 // Exporter owns the targets and the rendered exposition.

@@ -51,6 +51,7 @@ type target struct {
 	updates  uint64
 	diag     *diagnosis.Diagnoser // see diagnosis.go
 	diagD    *diagDescs
+	hist     *history // the status page's charts
 }
 
 // discQuiet is how many updates a discontinuity must be absent before it
@@ -110,6 +111,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		state:   targetState{engine: engine},
 		tracker: tracker,
 		slos:    slos,
+		hist:    newHistory(e.opts.Interval),
 	}, nil
 }
 
@@ -134,13 +136,17 @@ func constLabels(tc config.Target) prometheus.Labels {
 func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
-	exact, bounds := old.exact, old.bounds
+	exact, bounds, hist := old.exact, old.bounds, old.hist
 	old.exact = nil // spans matched to the old target before the swap are dropped, not raced
 	old.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tracker, t.state, t.notes = tracker, state, notes
 	t.exact, t.bounds = exact, bounds
+	if hist != nil {
+		hist.resize(t.ex.opts.Interval)
+		t.hist = hist
+	}
 	t.exact.SetLimit(t.cfg.ModelLimit)
 	t.exact.Reconfigure(slos)
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
@@ -256,6 +262,7 @@ func (t *target) scrape(ctx context.Context) {
 	if err != nil {
 		st.lastErr = err.Error()
 		t.diagnose(start, nil)
+		t.hist.record(start, nil, nil)
 	} else {
 		st.snap = snap
 		st.familyKeys, st.familyErrs = familyErrors(snap.Errors)
@@ -273,6 +280,7 @@ func (t *target) scrape(ctx context.Context) {
 		}
 		st.duplicates = snap.Duplicates > 0
 		t.diagnose(start, snap)
+		t.hist.record(start, snap, t.tracker)
 	}
 	cur := t.state
 	t.mu.Unlock()
