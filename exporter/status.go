@@ -86,7 +86,7 @@ type statusObjective struct {
 }
 
 type statusChart struct {
-	Name, Last, Top, Path string
+	Name, Last, Top, Path, Span string
 	W, H                  int
 }
 
@@ -145,9 +145,10 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 	s.SLOs, s.Unmeasurable = t.sloStatus(st.engine)
 	if t.hist != nil {
 		pts := t.hist.points()
+		span := chartSpan(pts, now)
 		for i, sig := range chartSignals {
-			c := statusChart{Name: sig.name, W: chartW, H: chartH, Last: "–"}
-			path, last, top, ok := chartPath(pts, i, sig.ratio, now, historySpan, chartW, chartH)
+			c := statusChart{Name: sig.name, W: chartW, H: chartH, Last: "–", Span: span.String()}
+			path, last, top, ok := chartPath(pts, i, sig.ratio, now, span, chartW, chartH)
 			if ok {
 				c.Path, c.Top = path, fmtValue(top, sig.ratio)
 				if !math.IsNaN(last) {
@@ -161,6 +162,20 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		if cur, all, ok := levers.Levers(t.cfg.Name); ok {
 			s.Lever, s.Levers = cur, all
 		}
+	}
+	return s
+}
+
+// chartSpan is the time the charts cover: historySpan, or since the
+// oldest point kept when that is younger (a daemon just started), in
+// whole seconds.
+func chartSpan(pts []histPoint, now time.Time) time.Duration {
+	if len(pts) == 0 {
+		return historySpan
+	}
+	s := now.Sub(pts[0].at).Round(time.Second)
+	if s <= 0 || s > historySpan {
+		return historySpan
 	}
 	return s
 }

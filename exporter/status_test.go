@@ -149,6 +149,23 @@ func TestHistoryRecord(t *testing.T) {
 	}
 }
 
+// The charts span what is kept, up to 15 minutes: a daemon started 90 s
+// ago charts 90 s.
+func TestChartSpan(t *testing.T) {
+	now := time.Unix(10000, 0)
+	for _, c := range []struct {
+		oldest time.Duration
+		want   time.Duration
+	}{{90 * time.Second, 90 * time.Second}, {20 * time.Minute, 15 * time.Minute}, {0, 15 * time.Minute}} {
+		if got := chartSpan([]histPoint{{at: now.Add(-c.oldest)}}, now); got != c.want {
+			t.Errorf("oldest %v ago: span %v, want %v", c.oldest, got, c.want)
+		}
+	}
+	if got := chartSpan(nil, now); got != historySpan {
+		t.Errorf("no points: span %v, want %v", got, historySpan)
+	}
+}
+
 func TestRefreshSeconds(t *testing.T) {
 	for in, want := range map[time.Duration]int{300 * time.Millisecond: 1, 15 * time.Second: 15, 1500 * time.Millisecond: 2, time.Minute: 30} {
 		if got := refreshSeconds(in); got != want {
