@@ -87,7 +87,7 @@ type statusObjective struct {
 
 type statusChart struct {
 	Name, Last, Top, Path, Span string
-	W, H                  int
+	W, H                        int
 }
 
 // Chart size in CSS pixels.
