@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -32,6 +33,11 @@ func TestHistoryCap(t *testing.T) {
 		if got := historyCap(c.interval); got != c.want {
 			t.Errorf("historyCap(%v) = %d, want %d", c.interval, got, c.want)
 		}
+	}
+	// The README's memory figure: a time.Time (24 bytes) and five
+	// float64 (40 bytes) per point.
+	if n := unsafe.Sizeof(histPoint{}); n != 64 {
+		t.Errorf("a point is %d bytes, the README says 64", n)
 	}
 }
 
