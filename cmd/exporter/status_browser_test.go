@@ -80,6 +80,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
+	// The same without JavaScript: the noscript refresh is live (its
+	// content parses as elements only when scripts are off), the table and
+	// the charts are there.
+	nojs := chromium.Open(t, "about:blank", 1100, 900)
+	nojs.DisableScripts()
+	nojs.Navigate(base)
+	nojs.WaitFor("the page without scripts", `document.querySelector('noscript meta[http-equiv="refresh"]') !== null && `+
+		`document.querySelectorAll('table.slo tr').length >= 6 && document.querySelectorAll('.chart svg').length === 10`, 20*time.Second)
+
 	// A lever button: the page reloads, marks the lever, and within a few
 	// windows names the mode, with its runbook.
 	p := chromium.Open(t, base, 1100, 900)

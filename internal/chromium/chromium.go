@@ -238,6 +238,23 @@ func (p *Page) WaitFor(what, expr string, timeout time.Duration) {
 	}
 }
 
+// DisableScripts turns the page's JavaScript off for what it loads next
+// (Eval still runs).
+func (p *Page) DisableScripts() {
+	p.t.Helper()
+	if _, err := p.call("Emulation.setScriptExecutionDisabled", map[string]any{"value": true}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// Navigate loads url in the page.
+func (p *Page) Navigate(url string) {
+	p.t.Helper()
+	if _, err := p.call("Page.navigate", map[string]any{"url": url}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 // Screenshot returns a PNG of the whole page at its CSS width.
 func (p *Page) Screenshot() []byte {
 	p.t.Helper()
