@@ -162,7 +162,7 @@ func (e *Exporter) Wait() {
 //
 // Its cost is linear in the targets that changed, and the exporter's lock
 // is held only to read the running set and to swap in the new one: the
-// renderer and the landing page keep answering while thousands of targets
+// renderer and the status page keep answering while thousands of targets
 // are built or stopped. Reloads run one at a time.
 func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	e.reloadMu.Lock()

@@ -58,7 +58,7 @@ type target struct {
 // is logged again (five minutes at the default interval).
 const discQuiet = 60
 
-// targetState is what the renderer and the landing page read.
+// targetState is what the renderer and the status page read.
 type targetState struct {
 	snap       *snapshot.Snapshot // latest successful scrape
 	attempted  bool
