@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,37 +125,6 @@ func (t *target) diagnosisMetrics(s collector.Sink, engine string) {
 			s.Sample(d.signals[i], prometheus.GaugeValue, x.V, collector.Labels(engine))
 		}
 	}
-}
-
-// verdictText is the landing page's failure-mode cell: the raised modes
-// and their evidence, else "none", and the modes the target cannot judge.
-func verdictText(t *target) (string, []string) {
-	v, ok := t.verdict()
-	if !ok {
-		return "pending", nil
-	}
-	var names, ev, unsup []string
-	for _, m := range diagnosis.Modes() {
-		st := v.Modes[m]
-		switch {
-		case st.Raised:
-			names = append(names, m.String())
-			ev = append(ev, m.String()+": "+st.Evidence)
-		case !st.Supported:
-			unsup = append(unsup, m.String()+" (no "+strings.Join(st.Missing, ", ")+")")
-		}
-	}
-	verdict := strings.Join(names, ", ")
-	switch {
-	case !v.Ready:
-		verdict = "warming up (less than one window of history)"
-	case verdict == "":
-		verdict = "none"
-	}
-	if len(unsup) > 0 {
-		ev = append(ev, "unsupported: "+strings.Join(unsup, "; "))
-	}
-	return verdict, ev
 }
 
 func b2f(b bool) float64 {

@@ -41,6 +41,10 @@ type Options struct {
 	// GPU reads the node's GPUs and attributes them to targets; nil
 	// exports no GPU series.
 	GPU *gpu.Manager
+	// Levers, when set, puts buttons on the status page that switch a
+	// simulated engine's failure lever, served by POST /-/lever. Only the
+	// demo sets it; a daemon serving real engines has no such endpoint.
+	Levers LeverSwitch
 }
 
 // Exporter owns the targets and the rendered exposition.
@@ -164,7 +168,7 @@ func (e *Exporter) Wait() {
 //
 // Its cost is linear in the targets that changed, and the exporter's lock
 // is held only to read the running set and to swap in the new one: the
-// renderer and the landing page keep answering while thousands of targets
+// renderer and the status page keep answering while thousands of targets
 // are built or stopped. Reloads run one at a time.
 func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	e.reloadMu.Lock()

@@ -330,7 +330,7 @@ func TestGzipAndLandingPage(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"llama", "llamacpp", `class="up"`} {
+	for _, want := range []string{"llama", "llamacpp", `class="state up"`} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("landing page lacks %q:\n%s", want, page)
 		}

@@ -52,13 +52,14 @@ type target struct {
 	diag     *diagnosis.Diagnoser // see diagnosis.go
 	diagD    *diagDescs
 	capLive  *liveCapacity // see capacity.go
+	hist     *history      // the status page's charts
 }
 
 // discQuiet is how many updates a discontinuity must be absent before it
 // is logged again (five minutes at the default interval).
 const discQuiet = 60
 
-// targetState is what the renderer and the landing page read.
+// targetState is what the renderer and the status page read.
 type targetState struct {
 	snap       *snapshot.Snapshot // latest successful scrape
 	attempted  bool
@@ -111,6 +112,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		state:   targetState{engine: engine},
 		tracker: tracker,
 		slos:    slos,
+		hist:    newHistory(e.opts.Interval),
 	}, nil
 }
 
@@ -136,7 +138,7 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	old.mu.Lock()
 	tracker, state, notes, diag := old.tracker, old.state, old.notes, old.diag
 	capLive := old.capLive
-	exact, bounds := old.exact, old.bounds
+	exact, bounds, hist := old.exact, old.bounds, old.hist
 	old.exact = nil // spans matched to the old target before the swap are dropped, not raced
 	old.mu.Unlock()
 	t.mu.Lock()
@@ -144,6 +146,10 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	t.tracker, t.state, t.notes = tracker, state, notes
 	t.exact, t.bounds = exact, bounds
 	t.capLive = capLive
+	if hist != nil {
+		hist.resize(t.ex.opts.Interval)
+		t.hist = hist
+	}
 	t.exact.SetLimit(t.cfg.ModelLimit)
 	t.exact.Reconfigure(slos)
 	t.tracker.KeepAtMost(t.cfg.ModelLimit)
@@ -259,6 +265,7 @@ func (t *target) scrape(ctx context.Context) {
 	if err != nil {
 		st.lastErr = err.Error()
 		t.diagnose(start, nil)
+		t.hist.record(start, nil, nil)
 	} else {
 		st.snap = snap
 		st.familyKeys, st.familyErrs = familyErrors(snap.Errors)
@@ -277,6 +284,7 @@ func (t *target) scrape(ctx context.Context) {
 		}
 		st.duplicates = snap.Duplicates > 0
 		t.diagnose(start, snap)
+		t.hist.record(start, snap, t.tracker)
 	}
 	cur := t.state
 	t.mu.Unlock()

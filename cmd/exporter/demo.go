@@ -109,7 +109,7 @@ func (d *demoCmd) Run(e *env) error {
 	}
 	gm := gpu.NewManager(gpu.ManagerOptions{Backend: backend, Logger: logger, Clock: simClock})
 	defer gm.Close()
-	ex := exporter.New(exporter.Options{Interval: d.Interval, Timeout: d.Interval, Logger: logger, GPU: gm})
+	ex := exporter.New(exporter.Options{Interval: d.Interval, Timeout: d.Interval, Logger: logger, GPU: gm, Levers: farmLevers{f}})
 	if err := ex.Start(ctx, d.loader(f)); err != nil {
 		closeAll(listeners)
 		return err
@@ -128,6 +128,7 @@ func (d *demoCmd) Run(e *env) error {
 	go func() { errc <- serveHTTP(ctx, srv, listeners, "", &env{ctx: ctx, logger: logger}) }()
 
 	fmt.Fprintf(e.stdout, "daemon: %s\n", metricsURL)
+	fmt.Fprintf(e.stdout, "status: http://%s/ (lever buttons switch the simulated engines)\n", listeners[0].Addr())
 	for _, en := range f.engines {
 		fmt.Fprintf(e.stdout, "engine: %-10s %s\n", en.name, en.url)
 	}
@@ -184,6 +185,44 @@ func demoDiagnosis(speed float64) *config.Diagnosis {
 		Baseline:   config.Duration(float64(30*time.Minute) / speed),
 		Thresholds: config.DiagnosisThresholds{QueueSlope: &slope, PreemptionRate: &preempt},
 	}
+}
+
+// farmLevers lets the status page switch the simulated engines' levers;
+// a switch ends the engine's tour.
+type farmLevers struct{ f *farm }
+
+func (l farmLevers) engine(target string) *farmEngine {
+	for _, en := range l.f.engines {
+		if en.name == target {
+			return en
+		}
+	}
+	return nil
+}
+
+func (l farmLevers) Levers(target string) (string, []string, bool) {
+	en := l.engine(target)
+	if en == nil {
+		return "", nil, false
+	}
+	all := make([]string, len(sim.Levers))
+	for i, lv := range sim.Levers {
+		all[i] = string(lv)
+	}
+	return string(en.srv.Lever()), all, true
+}
+
+func (l farmLevers) SetLever(target, lever string) error {
+	en := l.engine(target)
+	if en == nil {
+		return fmt.Errorf("no simulated engine %q", target)
+	}
+	lv, err := sim.ParseLever(lever)
+	if err != nil {
+		return err
+	}
+	en.srv.SetLever(lv)
+	return nil
 }
 
 // evidence is the view's line per raised mode of a target: the rule in
