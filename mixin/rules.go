@@ -1,0 +1,145 @@
+package mixin
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Rule is one recording or alerting rule, in Prometheus' field order.
+type Rule struct {
+	Record      string            `yaml:"record,omitempty"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+
+	// Runbook is what docs/runbooks/<Alert>.md says; alerts only.
+	Runbook *Runbook `yaml:"-"`
+}
+
+// Group is one rule group.
+type Group struct {
+	Name     string `yaml:"name"`
+	Interval string `yaml:"interval,omitempty"`
+	Rules    []Rule `yaml:"rules"`
+}
+
+// Level names of the per-target recording rules. Every per-target rule
+// also keeps the daemon labels (Config.DaemonLabels) and engine.
+const (
+	levelObjective = "target_model_slo_objective"
+	levelBound     = "target_model_slo_bound"
+)
+
+func rec(name, expr string) Rule { return Rule{Record: name, Expr: strings.TrimSpace(expr) + "\n"} }
+
+// windowSuffix is "rate5m" style: the window as written.
+func (c Config) tile(w string) string {
+	if parseDuration(w) >= c.TileLong {
+		return "1h"
+	}
+	return "5m"
+}
+
+// SLO recording rule names for one window.
+func sloRequests(w string) string   { return levelObjective + ":llm_slo_requests:rate" + w }
+func sloGood(w string) string       { return levelObjective + ":llm_slo_good_requests:rate" + w }
+func sloAttainment(w string) string { return levelObjective + ":llm_slo_attainment:ratio_rate" + w }
+func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rate:ratio_rate" + w }
+
+// sloWindow records requests, good requests, attainment and burn rate for
+// one window.
+func (c Config) sloWindow(w string) []Rule {
+	by := c.by("target", "engine", "model", "slo", "objective")
+	var req, good string
+	if w == "5m" {
+		req = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))
+		good = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))
+	} else {
+		// The mean of the window's tiles: the 5m (or 1h) rates read
+		// every 5m (1h), so a window costs W/5m (W/1h) points per
+		// series, not every raw sample. Tiles in which the series did
+		// not exist are left out of both sides, so the attainment is
+		// over the traffic seen. (sum/count rather than avg_over_time:
+		// the same mean, without avg_over_time's incremental rounding.)
+		t := c.tile(w)
+		mean := func(m string) string {
+			return fmt.Sprintf("sum_over_time(%[1]s[%[2]s:%[3]s])\n  / count_over_time(%[1]s[%[2]s:%[3]s])", m, w, t)
+		}
+		req = mean(sloRequests(t))
+		good = mean(sloGood(t))
+	}
+	return []Rule{
+		rec(sloRequests(w), req),
+		rec(sloGood(w), good),
+		// Absent, not 0 and not NaN, when nothing was judged.
+		rec(sloAttainment(w), fmt.Sprintf("%s\n  / (%s > 0)", sloGood(w), sloRequests(w))),
+		// Each daemon's target ratio applies to that daemon's targets:
+		// joined on the daemon labels, never a fleet-wide max.
+		rec(sloBurn(w), fmt.Sprintf("(1 - %s)\n  / on (%s) group_left ()\n    (1 - %s)",
+			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))),
+	}
+}
+
+// RecordingGroups are the recording rules (rules/goodput.rules.yml).
+func (c Config) RecordingGroups() []Group {
+	fast := Group{Name: "goodput-exporter.slo", Interval: c.FastInterval, Rules: c.sloWindow("5m")}
+	windows := Group{Name: "goodput-exporter.slo-windows", Interval: c.WindowInterval}
+	long := Group{Name: "goodput-exporter.slo-long-windows", Interval: c.LongInterval}
+	for _, w := range c.Windows[1:] {
+		if c.tile(w) == "5m" {
+			windows.Rules = append(windows.Rules, c.sloWindow(w)...)
+		} else {
+			long.Rules = append(long.Rules, c.sloWindow(w)...)
+		}
+	}
+	tb := c.by("target")
+	tsb := c.by("target", "slo", "bound")
+	gp := Group{Name: "goodput-exporter.goodput", Interval: c.FastInterval, Rules: []Rule{
+		rec(levelBound+":llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_requests_total"))),
+		rec(levelBound+":llm_goodput_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_tokens_total"))),
+		// Across nodes: the sum of every node's goodput, each judged
+		// against its own node's objectives.
+		rec("model_slo_bound:llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (%s)",
+			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_requests:rate5m")),
+		rec("model_slo_bound:llm_goodput_tokens:rate5m", fmt.Sprintf("sum by (%s) (%s)",
+			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_tokens:rate5m")),
+		rec("model:llm_generation_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.fleetBy("model"), c.sel("llm_generation_tokens_total"))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
+			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m"))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", fmt.Sprintf(
+			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
+			c.fleetBy("model", "slo", "objective"), sloGood("1h"), sloRequests("1h"))),
+		// Energy has no model label: GPUs are attributed to targets.
+		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",
+			tb, c.sel("llm_engine_gpu_energy_joules_total"), c.sel("llm_generation_tokens_total"))),
+		// bound="lower" divides by the lower goodput bound: the higher
+		// joules per good token.
+		rec("target_slo_bound:llm_engine_gpu_energy_joules_per_good_token:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / on (%[1]s) group_right ()\n    (sum by (%[3]s) (rate(%[4]s[5m])) > 0)",
+			tb, c.sel("llm_engine_gpu_energy_joules_total"), tsb, c.sel("llm_goodput_tokens_total"))),
+		// Hourly cost / 3600 / good tok/s * 1e6; bound="lower" is the
+		// higher cost.
+		rec("target_slo_bound:llm_cost_per_million_good_tokens:ratio_rate5m", fmt.Sprintf(
+			"max by (%[1]s) (%[2]s) / 3600 * 1e6\n  / on (%[3]s) group_right (currency)\n    (sum by (%[4]s) (rate(%[5]s[5m])) > 0)",
+			c.by("target", "currency"), c.sel("llm_engine_hourly_cost"), tb, tsb, c.sel("llm_goodput_tokens_total"))),
+	}}
+	m := c.fleetBy("model")
+	eng := Group{Name: "goodput-exporter.engine", Interval: c.FastInterval, Rules: []Rule{
+		rec("model:llm_requests_waiting:sum", fmt.Sprintf("sum by (%s) (%s)", m, c.sel("llm_requests_waiting"))),
+		rec("model:llm_requests_running:sum", fmt.Sprintf("sum by (%s) (%s)", m, c.sel("llm_requests_running"))),
+		rec("model:llm_kv_cache_usage_ratio:max", fmt.Sprintf("max by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
+		rec("model:llm_kv_cache_usage_ratio:avg", fmt.Sprintf("avg by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
+		rec("model:llm_preemptions:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))", m, c.sel("llm_preemptions_total"))),
+	}}
+	return []Group{fast, windows, long, gp, eng}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
