@@ -43,9 +43,11 @@ type Config struct {
 	// name (deploy/prometheus, deploy/kubernetes: "node").
 	NodeLabel string
 
-	// Windows over which attainment and burn rate are recorded.
-	// Windows under TileLong are averaged from 5m tiles, the others
-	// from 1h tiles.
+	// Windows over which attainment and burn rate are recorded. The
+	// first (5m) reads the raw counters; the others average tiles, the
+	// rate of the raw counters recorded once every 5m (1h from TileLong
+	// on) by a group of that interval, so that a window reads W/5m
+	// (W/1h) samples per series, never every raw sample.
 	Windows  []string
 	TileLong time.Duration
 	// BudgetPeriod is the SLO period the burn rates refer to.

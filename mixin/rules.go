@@ -49,6 +49,11 @@ func sloGood(w string) string       { return levelObjective + ":llm_slo_good_req
 func sloAttainment(w string) string { return levelObjective + ":llm_slo_attainment:ratio_rate" + w }
 func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rate:ratio_rate" + w }
 
+// Tiles: the 5m (1h) rate recorded once every 5m (1h) by a group of that
+// interval, so that consecutive samples cover consecutive windows.
+func tileRequests(t string) string { return levelObjective + ":llm_slo_requests:tile_rate" + t }
+func tileGood(t string) string     { return levelObjective + ":llm_slo_good_requests:tile_rate" + t }
+
 // sloWindow records requests, good requests, attainment and burn rate for
 // one window.
 func (c Config) sloWindow(w string) []Rule {
@@ -58,18 +63,17 @@ func (c Config) sloWindow(w string) []Rule {
 		req = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))
 		good = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))
 	} else {
-		// The mean of the window's tiles: the 5m (or 1h) rates read
-		// every 5m (1h), so a window costs W/5m (W/1h) points per
-		// series, not every raw sample. Tiles in which the series did
-		// not exist are left out of both sides, so the attainment is
-		// over the traffic seen. (sum/count rather than avg_over_time:
-		// the same mean, without avg_over_time's incremental rounding.)
+		// The mean of the tiles in the window: W/5m (W/1h) samples per
+		// series, not every raw sample. Tiles in which the series did not
+		// exist are left out of both sides, so the attainment is over
+		// the traffic seen. (sum/count: the mean without avg_over_time's
+		// incremental rounding.)
 		t := c.tile(w)
 		mean := func(m string) string {
-			return fmt.Sprintf("sum_over_time(%[1]s[%[2]s:%[3]s])\n  / count_over_time(%[1]s[%[2]s:%[3]s])", m, w, t)
+			return fmt.Sprintf("sum_over_time(%[1]s[%[2]s])\n  / count_over_time(%[1]s[%[2]s])", m, w)
 		}
-		req = mean(sloRequests(t))
-		good = mean(sloGood(t))
+		req = mean(tileRequests(t))
+		good = mean(tileGood(t))
 	}
 	return []Rule{
 		rec(sloRequests(w), req),
@@ -81,6 +85,16 @@ func (c Config) sloWindow(w string) []Rule {
 		rec(sloBurn(w), fmt.Sprintf("(1 - %s)\n  / on (%s) group_left ()\n    (1 - %s)",
 			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))),
 	}
+}
+
+// tiles records the raw counters' rate over t, in a group evaluated every
+// t.
+func (c Config) tiles(t string) Group {
+	by := c.by("target", "engine", "model", "slo", "objective")
+	return Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t, Rules: []Rule{
+		rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
+		rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
+	}}
 }
 
 // RecordingGroups are the recording rules (rules/goodput.rules.yml).
@@ -139,7 +153,7 @@ func (c Config) RecordingGroups() []Group {
 		rec("model:llm_kv_cache_usage_ratio:avg", fmt.Sprintf("avg by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
 		rec("model:llm_preemptions:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))", m, c.sel("llm_preemptions_total"))),
 	}}
-	return []Group{fast, windows, long, gp, eng}
+	return []Group{fast, c.tiles("5m"), c.tiles("1h"), windows, long, gp, eng}
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
