@@ -94,7 +94,11 @@ func (c Config) runbookMarkdown(r Rule) []byte {
 	fmt.Fprintf(&b, "%s\n\n## What it means\n\n%s\n\n## How to confirm it\n\n", unTemplate(r.Annotations["summary"]), rb.Meaning)
 	b.WriteString("Replace `<label>` with the alert's labels.\n")
 	for _, q := range rb.Confirm {
-		fmt.Fprintf(&b, "\n%s:\n\n```promql\n%s\n```\n", q.What, q.Expr)
+		what := q.What
+		if !strings.HasSuffix(what, "?") {
+			what += ":"
+		}
+		fmt.Fprintf(&b, "\n%s\n\n```promql\n%s\n```\n", what, q.Expr)
 	}
 	b.WriteString("\n## Remedies, in order\n\n")
 	for i, s := range rb.Remedies {

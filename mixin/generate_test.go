@@ -1,6 +1,10 @@
 package mixin
 
 import (
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+
 	"bytes"
 	"os"
 	"path/filepath"
@@ -50,5 +54,42 @@ func TestDashboardUIDsAreStable(t *testing.T) {
 		if d.UID != want[i] {
 			t.Errorf("dashboard %d has UID %q, want %q", i, d.UID, want[i])
 		}
+	}
+}
+
+// The PrometheusRule holds exactly the groups of the two rule files.
+func TestPrometheusRuleHoldsTheRules(t *testing.T) {
+	read := func(p string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var pr struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string
+		Metadata   struct{ Name, Namespace string }
+		Spec       struct{ Groups []map[string]any }
+	}
+	if err := yaml.Unmarshal(read(PrometheusRuleFile), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" || pr.Metadata.Name == "" || pr.Metadata.Namespace == "" {
+		t.Errorf("manifest header %+v", pr)
+	}
+	var want []map[string]any
+	for _, p := range []string{RulesFile, AlertsFile} {
+		var f struct{ Groups []map[string]any }
+		if err := yaml.Unmarshal(read(p), &f); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, f.Groups...)
+	}
+	if !reflect.DeepEqual(pr.Spec.Groups, want) {
+		t.Error("the PrometheusRule's groups differ from rules/*.yml")
+	}
+	if len(want) < 8 {
+		t.Errorf("%d groups", len(want))
 	}
 }
