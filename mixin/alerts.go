@@ -54,10 +54,10 @@ and
   or
   (
     %[1]s
-      unless on (%[4]s) (%[5]s > 0)
+      unless on (%[4]s) %[5]s
   )
     and on (%[6]s) (%[7]s == 0)
-)`, sloBurn(b.Long), sloBurn(b.Short), f, key, sloRequests(b.Short), c.by("target"), c.sel("llm_up"))
+)`, sloBurn(b.Long), sloBurn(b.Short), f, key, sloAttainment(b.Short), c.by("target"), c.sel("llm_up"))
 		sev := "page"
 		if b.Severity != c.PageSeverity {
 			sev = "ticket"

@@ -44,15 +44,16 @@ type Config struct {
 	NodeLabel string
 
 	// Windows over which attainment and burn rate are recorded. The
-	// first (5m) reads the raw counters; the others average tiles, the
-	// rate of the raw counters recorded once every 5m (1h from TileLong
-	// on) by a group of that interval, so that a window reads W/5m
-	// (W/1h) samples per series, never every raw sample.
+	// first (5m) reads the raw counters; the others sum tiles, the rate
+	// of the raw counters recorded once every 5m (1h from TileLong on)
+	// by a group of that interval, so that a window reads W/5m (W/1h)
+	// samples per series, never every raw sample. Each window is a group.
 	Windows  []string
 	TileLong time.Duration
 	// BudgetPeriod is the SLO period the burn rates refer to.
 	BudgetPeriod string
-	// Group evaluation intervals.
+	// Group evaluation intervals: the 5m window and the other groups,
+	// windows summed from 5m tiles, windows summed from 1h tiles.
 	FastInterval, WindowInterval, LongInterval string
 
 	// BurnAlerts, in the README's table order.

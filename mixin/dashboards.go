@@ -115,11 +115,11 @@ func (c Config) overview() Dashboard {
 		burn = append(burn, Target{sloBurn(w) + "{" + S + "}", "{{target}} {{slo}}/{{objective}} " + w})
 	}
 	budget := fmt.Sprintf(`1 - (
-  1 - sum_over_time(%[1]s{%[3]s}[%[4]s:1h])
-    / (sum_over_time(%[2]s{%[3]s}[%[4]s:1h]) > 0)
+  1 - sum_over_time(%[1]s{%[3]s}[%[4]s])
+    / (sum_over_time(%[2]s{%[3]s}[%[4]s]) > 0)
 )
   / on (%[5]s) group_left ()
-    (1 - %[6]s)`, sloGood("1h"), sloRequests("1h"), S, c.BudgetPeriod, c.by("slo", "objective"),
+    (1 - %[6]s)`, tileGood("1h"), tileRequests("1h"), S, c.BudgetPeriod, c.by("slo", "objective"),
 		"llm_slo_target_ratio{"+c.fDaemon(`slo=~"$slo"`)+"}")
 	return Dashboard{UID: "goodput-overview", Title: "goodput-exporter / SLOs and goodput",
 		vars: c.variables("node", "instance", "target", "model", "slo"),
@@ -143,7 +143,7 @@ func (c Config) overview() Dashboard {
 					Description: "(1 - attainment) / (1 - target) over 1h, 6h, 1d and 3d: 1 spends the budget exactly over the " + c.BudgetPeriod + " period; pages at " + ftoa(c.BurnAlerts[0].Factor) + "× over 1h.",
 					Exprs:       burn},
 				{Title: "Error budget left (" + c.BudgetPeriod + ")", Unit: "percentunit",
-					Description: "1 - the burn rate over the last " + c.BudgetPeriod + " (from hourly tiles; hours without judged requests left out). Negative: the budget is overspent.",
+					Description: "1 - the burn rate over the last " + c.BudgetPeriod + " (from the hourly tiles; hours without judged requests left out). Negative: the budget is overspent.",
 					Exprs:       []Target{{budget, "{{target}} {{slo}}/{{objective}}"}}},
 				{Title: "Fleet attainment per model (5m)", Unit: "percentunit",
 					Description: "Across every node: good over judged requests, each judged against its own node's objective.",

@@ -35,7 +35,7 @@ const (
 
 func rec(name, expr string) Rule { return Rule{Record: name, Expr: strings.TrimSpace(expr) + "\n"} }
 
-// windowSuffix is "rate5m" style: the window as written.
+// tile is the tile a window is summed from: 5m, or 1h from TileLong on.
 func (c Config) tile(w string) string {
 	if parseDuration(w) >= c.TileLong {
 		return "1h"
@@ -54,37 +54,31 @@ func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rat
 func tileRequests(t string) string { return levelObjective + ":llm_slo_requests:tile_rate" + t }
 func tileGood(t string) string     { return levelObjective + ":llm_slo_good_requests:tile_rate" + t }
 
-// sloWindow records requests, good requests, attainment and burn rate for
-// one window.
+// sloWindow records attainment and burn rate for one window, and for 5m
+// the rates of judged and good requests too.
 func (c Config) sloWindow(w string) []Rule {
 	by := c.by("target", "engine", "model", "slo", "objective")
-	var req, good string
+	var out []Rule
+	att := fmt.Sprintf("%s\n  / (%s > 0)", sloGood(w), sloRequests(w))
 	if w == "5m" {
-		req = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))
-		good = fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))
+		out = append(out,
+			rec(sloRequests(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))),
+			rec(sloGood(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))))
 	} else {
-		// The mean of the tiles in the window: W/5m (W/1h) samples per
-		// series, not every raw sample. Tiles in which the series did not
-		// exist are left out of both sides, so the attainment is over
-		// the traffic seen. (sum/count: the mean without avg_over_time's
-		// incremental rounding.)
+		// Good over judged in the tiles of the window: W/5m (W/1h)
+		// samples per series, never every raw sample. Tiles in which the
+		// series did not exist are left out of both sides, so the
+		// attainment is over the traffic seen.
 		t := c.tile(w)
-		mean := func(m string) string {
-			return fmt.Sprintf("sum_over_time(%[1]s[%[2]s])\n  / count_over_time(%[1]s[%[2]s])", m, w)
-		}
-		req = mean(tileRequests(t))
-		good = mean(tileGood(t))
+		att = fmt.Sprintf("sum_over_time(%s[%s])\n  / (sum_over_time(%s[%s]) > 0)", tileGood(t), w, tileRequests(t), w)
 	}
-	return []Rule{
-		rec(sloRequests(w), req),
-		rec(sloGood(w), good),
+	return append(out,
 		// Absent, not 0 and not NaN, when nothing was judged.
-		rec(sloAttainment(w), fmt.Sprintf("%s\n  / (%s > 0)", sloGood(w), sloRequests(w))),
+		rec(sloAttainment(w), att),
 		// Each daemon's target ratio applies to that daemon's targets:
 		// joined on the daemon labels, never a fleet-wide max.
 		rec(sloBurn(w), fmt.Sprintf("(1 - %s)\n  / on (%s) group_left ()\n    (1 - %s)",
-			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))),
-	}
+			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))))
 }
 
 // tiles records the raw counters' rate over t, in a group evaluated every
@@ -100,14 +94,15 @@ func (c Config) tiles(t string) Group {
 // RecordingGroups are the recording rules (rules/goodput.rules.yml).
 func (c Config) RecordingGroups() []Group {
 	fast := Group{Name: "goodput-exporter.slo", Interval: c.FastInterval, Rules: c.sloWindow("5m")}
-	windows := Group{Name: "goodput-exporter.slo-windows", Interval: c.WindowInterval}
-	long := Group{Name: "goodput-exporter.slo-long-windows", Interval: c.LongInterval}
+	// One group per window, so that each group's evaluation stays short
+	// at fleet scale (docs/benchmarks.md).
+	groups := []Group{fast, c.tiles("5m"), c.tiles("1h")}
 	for _, w := range c.Windows[1:] {
-		if c.tile(w) == "5m" {
-			windows.Rules = append(windows.Rules, c.sloWindow(w)...)
-		} else {
-			long.Rules = append(long.Rules, c.sloWindow(w)...)
+		iv := c.WindowInterval
+		if c.tile(w) != "5m" {
+			iv = c.LongInterval
 		}
+		groups = append(groups, Group{Name: "goodput-exporter.slo-window-" + w, Interval: iv, Rules: c.sloWindow(w)})
 	}
 	tb := c.by("target")
 	tsb := c.by("target", "slo", "bound")
@@ -128,8 +123,8 @@ func (c Config) RecordingGroups() []Group {
 			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
 			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m"))),
 		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", fmt.Sprintf(
-			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
-			c.fleetBy("model", "slo", "objective"), sloGood("1h"), sloRequests("1h"))),
+			"sum by (%[1]s) (sum_over_time(%[2]s[1h]))\n  / (sum by (%[1]s) (sum_over_time(%[3]s[1h])) > 0)",
+			c.fleetBy("model", "slo", "objective"), tileGood("5m"), tileRequests("5m"))),
 		// Energy has no model label: GPUs are attributed to targets.
 		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
 			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",
@@ -153,7 +148,7 @@ func (c Config) RecordingGroups() []Group {
 		rec("model:llm_kv_cache_usage_ratio:avg", fmt.Sprintf("avg by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
 		rec("model:llm_preemptions:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))", m, c.sel("llm_preemptions_total"))),
 	}}
-	return []Group{fast, c.tiles("5m"), c.tiles("1h"), windows, long, gp, eng}
+	return append(groups, gp, eng)
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
