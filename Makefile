@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image
+.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin
 
 all: build test
 
@@ -71,3 +71,8 @@ bench:
 
 demo:
 	$(GO) run ./cmd/exporter demo
+
+# mixin regenerates the rules, alerts, dashboards, runbooks and the
+# PrometheusRule from mixin/ (the mixin test fails when they are stale).
+mixin:
+	$(GO) generate ./mixin

@@ -8,12 +8,13 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
 
-// Every rule file parses, and every rule test passes, under a real promtool.
+// Every rule file (recording rules and alerts) parses, and every rule test
+// passes, under a real promtool.
 func TestRules(t *testing.T) {
 	bin := promtool.Path(t)
-	rules, _ := filepath.Glob("*.rules.yml")
+	rules, _ := filepath.Glob("*.yml")
 	tests, _ := filepath.Glob("tests/*_test.yml")
-	if len(rules) == 0 || len(tests) == 0 {
+	if len(rules) < 2 || len(tests) == 0 {
 		t.Fatalf("rules %v tests %v", rules, tests)
 	}
 	for _, args := range [][]string{append([]string{"check", "rules"}, rules...), append([]string{"test", "rules"}, tests...)} {

@@ -1,0 +1,182 @@
+// Package mixin generates the monitoring mixin shipped with the exporter:
+// recording rules, alerts, Grafana dashboards, runbooks and a
+// PrometheusRule manifest, all from one Config. The generated files are
+// committed; `go generate ./mixin` (or `make mixin`) rewrites them and
+// mixin_test.go fails when they differ from what the code generates.
+package mixin
+
+//go:generate go run ../cmd/mixin-gen -root ..
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// BurnAlert is one multi-window burn-rate alert: it fires while the error
+// budget burns faster than Factor times the sustainable rate over both
+// windows (Google SRE workbook, chapter 5).
+type BurnAlert struct {
+	Long, Short string // windows; each must be one of Config.Windows
+	Factor      float64
+	For         string
+	Severity    string
+}
+
+// Config is the one place the mixin is configured.
+type Config struct {
+	// Selector is added to every selector of a daemon series, so that the
+	// rules only read this exporter's job.
+	Selector string
+	// DaemonLabels identify one daemon (one node's exporter). Every
+	// per-target rule keeps them, and the SLO target is joined on them:
+	// the same target name on two nodes stays two targets, and each
+	// node's target ratio applies to its own targets only. Add a cluster
+	// label here when several Prometheus servers feed one Thanos/Mimir.
+	// The node label (NodeLabel) is kept too, so that dashboards can
+	// filter recorded series by node; where the scrape sets none it is
+	// simply empty on both sides of every join.
+	DaemonLabels []string
+	// FleetLabels are kept by the fleet aggregates (per model, per SLO).
+	FleetLabels []string
+	// NodeLabel is the label the scrape configuration sets to the node's
+	// name (deploy/prometheus, deploy/kubernetes: "node").
+	NodeLabel string
+
+	// Windows over which attainment and burn rate are recorded. The
+	// first (5m) reads the raw counters; the others sum tiles, the rate
+	// of the raw counters recorded once every 5m (1h from TileLong on)
+	// by a group of that interval, so that a window reads W/5m (W/1h)
+	// samples per series, never every raw sample. Each window is a group.
+	Windows  []string
+	TileLong time.Duration
+	// BudgetPeriod is the SLO period the burn rates refer to.
+	BudgetPeriod string
+	// Group evaluation intervals: the 5m window and the other groups,
+	// windows summed from 5m tiles, windows summed from 1h tiles.
+	FastInterval, WindowInterval, LongInterval string
+
+	// BurnAlerts, in the README's table order.
+	BurnAlerts []BurnAlert
+
+	// The failure-mode classifier's hysteresis (diagnosis defaults): a
+	// mode is raised after DiagnosisEnter consecutive windows of
+	// DiagnosisWindow, cleared after DiagnosisLeave clean ones.
+	DiagnosisWindow                time.Duration
+	DiagnosisEnter, DiagnosisLeave int
+	// FailureModeSeverity per mode; absent modes get TicketSeverity.
+	FailureModeSeverity map[string]string
+
+	PageSeverity, TicketSeverity string
+	// RunbookURL is a fmt pattern taking the alert's name.
+	RunbookURL string
+
+	// Namespace and name of the PrometheusRule.
+	RuleNamespace, RuleName string
+}
+
+// Default is the configuration of the committed files.
+func Default() Config {
+	return Config{
+		Selector:       `job="goodput-exporter"`,
+		DaemonLabels:   []string{"instance", "job", "node"},
+		FleetLabels:    nil,
+		NodeLabel:      "node",
+		Windows:        []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"},
+		TileLong:       24 * time.Hour,
+		BudgetPeriod:   "30d",
+		FastInterval:   "30s",
+		WindowInterval: "1m",
+		LongInterval:   "2m",
+		BurnAlerts: []BurnAlert{
+			{Long: "1h", Short: "5m", Factor: 14.4, For: "2m", Severity: "critical"},
+			{Long: "6h", Short: "30m", Factor: 6, For: "15m", Severity: "critical"},
+			{Long: "1d", Short: "2h", Factor: 3, For: "1h", Severity: "warning"},
+			{Long: "3d", Short: "6h", Factor: 1, For: "3h", Severity: "warning"},
+		},
+		DiagnosisWindow: time.Minute,
+		DiagnosisEnter:  2,
+		DiagnosisLeave:  3,
+		FailureModeSeverity: map[string]string{
+			"engine_stall":  "critical",
+			"kv_preemption": "critical",
+			"queue_growth":  "critical",
+		},
+		PageSeverity:   "critical",
+		TicketSeverity: "warning",
+		RunbookURL:     "https://github.com/goodput-exporter/goodput-exporter/blob/main/docs/runbooks/%s.md",
+		RuleNamespace:  "monitoring",
+		RuleName:       "goodput-exporter",
+	}
+}
+
+// FailureModes are the classifier's eight modes, in its order.
+var FailureModes = []string{"queue_growth", "kv_preemption", "prefill_interference", "kv_monopoly",
+	"prefix_cache_collapse", "decode_saturation", "gpu_throttling", "engine_stall"}
+
+// FailureModeFor is the alerts' for: one classifier window. The
+// classifier has already seen DiagnosisEnter windows in a row before it
+// raises a mode, and holds it for DiagnosisLeave clean ones, so the
+// verdict does not flap; for: adds one window so that a verdict must
+// survive its next judgement (and a lost scrape or two) before anyone is
+// paged, and adds nothing to the resolution, which the classifier's
+// DiagnosisLeave windows already delay.
+func (c Config) FailureModeFor() string { return promDuration(c.DiagnosisWindow) }
+
+// by is "a, b, c" of the daemon labels followed by extra.
+func (c Config) by(extra ...string) string {
+	return strings.Join(append(append([]string{}, c.DaemonLabels...), extra...), ", ")
+}
+
+func (c Config) fleetBy(extra ...string) string {
+	return strings.Join(append(append([]string{}, c.FleetLabels...), extra...), ", ")
+}
+
+// sel is a series selector with the configured matchers and extra ones.
+func (c Config) sel(metric string, matchers ...string) string {
+	var m []string
+	if c.Selector != "" {
+		m = append(m, c.Selector)
+	}
+	m = append(m, matchers...)
+	if len(m) == 0 {
+		return metric
+	}
+	return metric + "{" + strings.Join(m, ", ") + "}"
+}
+
+func (c Config) runbook(alert string) string { return fmt.Sprintf(c.RunbookURL, alert) }
+
+// promDuration writes d as Prometheus does (1m, 1h30m, 1d).
+func promDuration(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	var b strings.Builder
+	if h := d / time.Hour; h > 0 {
+		fmt.Fprintf(&b, "%dh", h)
+		d -= h * time.Hour
+	}
+	if m := d / time.Minute; m > 0 {
+		fmt.Fprintf(&b, "%dm", m)
+		d -= m * time.Minute
+	}
+	if s := d / time.Second; s > 0 {
+		fmt.Fprintf(&b, "%ds", s)
+	}
+	return b.String()
+}
+
+// parseDuration reads a Prometheus duration with d units.
+func parseDuration(s string) time.Duration {
+	if strings.HasSuffix(s, "d") {
+		var n int
+		fmt.Sscanf(s, "%dd", &n)
+		return time.Duration(n) * 24 * time.Hour
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(fmt.Sprintf("mixin: bad duration %q", s))
+	}
+	return d
+}

@@ -1,0 +1,431 @@
+package mixin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fleet benchmark: the generated rules and alerts in a real
+// Prometheus over a synthetic fleet. It is a measurement, not a test, and
+// runs only with GOODPUT_FLEET_BENCH=1 (docs/benchmarks.md has the
+// command and its figures):
+//
+//   - history is backfilled with promtool tsdb create-blocks-from
+//     openmetrics: the SLO counters of the last 65 minutes (for the hourly
+//     tiles' rate[1h]) and the tiles the long windows read, 5m tiles over
+//     6 hours and 1h tiles over 3 days;
+//   - the present is scraped every 15s from a synthetic exposition of
+//     every daemon (honor_labels, so each keeps its instance and node);
+//   - every group is evaluated every 30s, so that each is measured within
+//     minutes (a group's cost does not depend on its interval), except
+//     the tile groups, which keep their 5m and 1h so that the windows
+//     read as many tiles as in production; a copy of each, recording
+//     under another name every 30s, is what is measured for them; after
+//     5m30s, once the 5m windows hold
+//     only scraped data, each group's evaluation time is read from
+//     /api/v1/rules every 30s, ten times.
+//
+// GOODPUT_FLEET_NODES sets the number of nodes (default 1000); each has
+// 4 engines and one SLO of 4 objectives.
+
+const benchEngines = 4
+
+var benchObjectives = []struct {
+	name  string
+	share float64 // good share
+}{{"ttft", 0.98}, {"tpot", 0.97}, {"e2e", 0.995}, {"error", 0.999}}
+
+var benchModes = []string{"queue_growth", "kv_preemption", "prefill_interference", "kv_monopoly",
+	"prefix_cache_collapse", "decode_saturation", "gpu_throttling", "engine_stall"}
+
+var benchReasons = []string{"timeout", "connect", "http_status", "body_too_large", "redirect", "read", "parse", "unknown_engine", "multiple_engines"}
+
+type benchFleet struct {
+	nodes int
+	base  float64 // counters are rate * (t - base)
+}
+
+func (f benchFleet) daemon(n int) string {
+	return fmt.Sprintf(`job="goodput-exporter",instance="node-%04d:9835",node="node-%04d"`, n, n)
+}
+
+func (f benchFleet) engine(n, e int) string {
+	engines := []string{"vllm", "vllm", "sglang", "vllm"}
+	models := []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-14B", "meta-llama/Llama-3.1-70B-Instruct"}
+	return fmt.Sprintf(`%s,target="engine-%d",engine="%s",model="%s"`, f.daemon(n), e, engines[e], models[e])
+}
+
+func benchRate(e int) float64 { return float64(5 + e) }
+
+// sloCounters writes the SLO counters of every engine at t.
+func (f benchFleet) sloCounters(w io.Writer, t float64, ts string) {
+	for n := 0; n < f.nodes; n++ {
+		for e := 0; e < benchEngines; e++ {
+			l := f.engine(n, e)
+			r := benchRate(e) * (t - f.base)
+			for _, o := range benchObjectives {
+				fmt.Fprintf(w, "llm_slo_requests_total{%s,slo=\"chat\",objective=\"%s\"} %.0f%s\n", l, o.name, r, ts)
+				fmt.Fprintf(w, "llm_slo_good_requests_total{%s,slo=\"chat\",objective=\"%s\"} %.0f%s\n", l, o.name, r*o.share, ts)
+			}
+		}
+	}
+}
+
+// tiles writes the recorded tiles the windows read.
+func (f benchFleet) tiles(w io.Writer, tile string, ts string) {
+	for n := 0; n < f.nodes; n++ {
+		for e := 0; e < benchEngines; e++ {
+			l := f.engine(n, e)
+			for _, o := range benchObjectives {
+				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileRequests(tile), l, o.name, benchRate(e), ts)
+				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileGood(tile), l, o.name, benchRate(e)*o.share, ts)
+			}
+		}
+	}
+}
+
+// live writes the exposition of every daemon at t.
+func (f benchFleet) live(w io.Writer, t float64) {
+	f.sloCounters(w, t, "")
+	for n := 0; n < f.nodes; n++ {
+		d := f.daemon(n)
+		fmt.Fprintf(w, "up{%s} 1\ngoodput_exporter_config_last_reload_successful{%s} 1\ngoodput_exporter_gpu_backend_up{%s,backend=\"nvml\"} 1\n", d, d, d)
+		for i, o := range benchObjectives {
+			target := []float64{0.99, 0.95, 0.9, 0.99}[i]
+			if n%2 == 1 && o.name == "ttft" {
+				target = 0.95 // nodes declare different targets for the same SLO
+			}
+			fmt.Fprintf(w, "llm_slo_target_ratio{%s,slo=\"chat\",objective=\"%s\"} %g\n", d, o.name, target)
+		}
+		for e := 0; e < benchEngines; e++ {
+			l := f.engine(n, e)
+			r := benchRate(e) * (t - f.base)
+			dt := t - f.base
+			fmt.Fprintf(w, "llm_up{%s} 1\n", l)
+			for _, b := range []struct {
+				name  string
+				share float64
+			}{{"lower", 0.95}, {"upper", 0.97}} {
+				fmt.Fprintf(w, "llm_goodput_requests_total{%s,slo=\"chat\",bound=\"%s\"} %.0f\n", l, b.name, r*b.share)
+				fmt.Fprintf(w, "llm_goodput_tokens_total{%s,slo=\"chat\",bound=\"%s\"} %.0f\n", l, b.name, 250*r*b.share)
+			}
+			fmt.Fprintf(w, "llm_generation_tokens_total{%s} %.0f\nllm_prompt_tokens_total{%s} %.0f\n", l, 250*r, l, 1000*r)
+			fmt.Fprintf(w, "llm_requests_waiting{%s} %d\nllm_requests_running{%s} %d\n", l, n%3, l, 40+e)
+			fmt.Fprintf(w, "llm_kv_cache_usage_ratio{%s} 0.%d\nllm_preemptions_total{%s} %.0f\n", l, 5+e, l, 0.01*dt)
+			g := fmt.Sprintf(`job="goodput-exporter",instance="node-%04d:9835",node="node-%04d",target="engine-%d"`, n, n, e)
+			fmt.Fprintf(w, "llm_engine_gpu_energy_joules_total{%s,namespace=\"llm\",pod=\"engine-%d\",method=\"pod-resources\",split=\"none\"} %.0f\n", g, e, 700*dt)
+			fmt.Fprintf(w, "llm_engine_gpu_power_watts{%s,namespace=\"llm\",pod=\"engine-%d\",method=\"pod-resources\",split=\"none\"} 700\n", g, e)
+			fmt.Fprintf(w, "llm_engine_hourly_cost{%s,currency=\"EUR\",basis=\"gpus\"} 2.2\n", g)
+			for i, m := range benchModes {
+				v := 0
+				if (n+i)%97 == 0 {
+					v = 1
+				}
+				fmt.Fprintf(w, "llm_failure_mode{%s,mode=\"%s\"} %d\n", l, m, v)
+			}
+			for _, o := range benchObjectives {
+				fmt.Fprintf(w, "llm_slo_supported{%s,slo=\"chat\",objective=\"%s\",source=\"x\",fallback=\"false\"} 1\n", l, o.name)
+			}
+			for _, reason := range benchReasons {
+				fmt.Fprintf(w, "goodput_exporter_target_scrape_errors_total{%s,reason=\"%s\"} 0\n", g, reason)
+			}
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestFleetBenchmark(t *testing.T) {
+	if os.Getenv("GOODPUT_FLEET_BENCH") == "" {
+		t.Skip("a benchmark: set GOODPUT_FLEET_BENCH=1 (docs/benchmarks.md)")
+	}
+	nodes := 1000
+	if s := os.Getenv("GOODPUT_FLEET_NODES"); s != "" {
+		nodes, _ = strconv.Atoi(s)
+	}
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("needs Prometheus (apt-get install prometheus)")
+	}
+	promtoolBin, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("needs promtool")
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("GOODPUT_FLEET_DIR"); d != "" {
+		dir = d
+	}
+	now := time.Now().Truncate(time.Second)
+	t0 := float64(now.Unix())
+	f := benchFleet{nodes: nodes, base: t0 - 4*86400}
+
+	// History, backfilled, one file per 2h block (promtool's block size,
+	// aligned on the epoch): promtool reads its input once per block
+	// range it spans, so one file of 3 days would be read 36 times.
+	start := time.Now()
+	stamp := func(x float64) string { return " " + strconv.FormatFloat(x, 'f', 0, 64) }
+	type at struct {
+		t    float64
+		what string
+	}
+	var times []at
+	for x := t0 - 3*86400; x <= t0-120; x += 3600 {
+		times = append(times, at{x, "1h"})
+	}
+	for x := t0 - 6*3600; x <= t0-120; x += 300 {
+		times = append(times, at{x, "5m"})
+	}
+	for x := t0 - 65*60; x <= t0-120; x += 15 {
+		times = append(times, at{x, "raw"})
+	}
+	// Time-major, so that every series' samples ascend.
+	sort.SliceStable(times, func(i, j int) bool { return times[i].t < times[j].t })
+	data := filepath.Join(dir, "data")
+	var size int64
+	for len(times) > 0 {
+		block := int64(times[0].t) / 7200
+		n := 0
+		for n < len(times) && int64(times[n].t)/7200 == block {
+			n++
+		}
+		om := filepath.Join(dir, fmt.Sprintf("history-%d.om", block))
+		out, err := os.Create(om)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bw := bufio.NewWriterSize(out, 1<<20)
+		for _, a := range times[:n] {
+			if a.what == "raw" {
+				f.sloCounters(bw, a.t, stamp(a.t))
+			} else {
+				f.tiles(bw, a.what, stamp(a.t))
+			}
+		}
+		bw.WriteString("# EOF\n")
+		if err := bw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+		st, _ := os.Stat(om)
+		size += st.Size()
+		cmd := exec.Command(promtoolBin, "tsdb", "create-blocks-from", "openmetrics", "--quiet", om, data)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("backfill: %v\n%s", err, b[max(0, len(b)-2000):])
+		}
+		os.Remove(om)
+		times = times[n:]
+	}
+	t.Logf("history: %d nodes, %.0f MB of OpenMetrics backfilled in %s", nodes, float64(size)/1e6, time.Since(start).Round(time.Second))
+
+	// The present, scraped.
+	feedPort, promPort := freePort(t), freePort(t)
+	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", feedPort), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		bw := bufio.NewWriterSize(w, 1<<20)
+		f.live(bw, float64(time.Now().Unix()))
+		bw.Flush()
+	})}
+	go srv.ListenAndServe()
+	defer srv.Close()
+
+	// Rules at their own intervals: the live phase only has to leave the
+	// recorded series the later groups read.
+	c := Default()
+	groups := append(c.RecordingGroups(), c.AlertGroups()...)
+	y, err := marshal(ruleFile{groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rulesPath := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(rulesPath, y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ruleFiles := []string{rulesPath}
+	cfgFmt := `global: { scrape_interval: 15s, scrape_timeout: 14s, evaluation_interval: 30s }
+rule_files: [%s]
+scrape_configs:
+  - job_name: goodput-exporter
+    honor_labels: true
+    static_configs: [{ targets: ["127.0.0.1:%d"] }]
+`
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(cfgFmt, strconv.Quote(ruleFiles[0]), feedPort)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := exec.CommandContext(ctx, prom, "--config.file="+cfgPath, "--storage.tsdb.path="+data,
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort), "--storage.tsdb.retention.time=30d", "--log.level=warn", "--web.enable-lifecycle")
+	plog, _ := os.Create(filepath.Join(dir, "prometheus.log"))
+	p.Stdout, p.Stderr = plog, plog
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); p.Wait() }()
+
+	type group struct {
+		Name           string
+		EvaluationTime float64
+		LastEvaluation time.Time
+		Rules          []struct {
+			Name, Health, LastError string
+			EvaluationTime          float64
+		}
+	}
+	getGroups := func() ([]group, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/rules", promPort))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var r struct{ Data struct{ Groups []group } }
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return nil, err
+		}
+		return r.Data.Groups, nil
+	}
+	wait := 5*time.Minute + 30*time.Second
+	if d, err := time.ParseDuration(os.Getenv("GOODPUT_FLEET_WAIT")); err == nil {
+		wait = d // a shorter smoke run
+	}
+	time.Sleep(wait)
+	live, err := getGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range live {
+		for _, r := range g.Rules {
+			if r.Health == "err" {
+				t.Errorf("%s/%s: %s", g.Name, r.Name, r.LastError)
+			}
+		}
+	}
+	// Phase 2: the scrape stopped and the rules unloaded, each group's
+	// expressions are evaluated one at a time at the instant before, and
+	// the CPU time Prometheus spends on them is read from /proc: on a
+	// shared machine wall time measures the neighbours, CPU time does not.
+	evalAt := time.Now().Add(-10 * time.Second)
+	srv.Close()
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(cfgFmt, "", feedPort)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/-/reload", promPort), "", nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("reload: %v", err)
+	}
+	time.Sleep(20 * time.Second)
+	series := "unknown"
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/status/tsdb", promPort)); err == nil {
+		var r struct {
+			Data struct {
+				HeadStats struct{ NumSeries int }
+			}
+		}
+		if json.NewDecoder(resp.Body).Decode(&r) == nil {
+			series = strconv.Itoa(r.Data.HeadStats.NumSeries)
+		}
+		resp.Body.Close()
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("fleet: %d nodes x %d engines, %s series in the head, load average %s\n", nodes, benchEngines, series, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("| group | rules | results | samples read | CPU s (median of 3) | wall s |\n|---|---|---|---|---|---|\n")
+	for _, g := range groups {
+		var cpus, walls []float64
+		samples, results := 0, 0
+		for rep := 0; rep < 3; rep++ {
+			c0, w0 := procCPU(t, p.Process.Pid), time.Now()
+			for _, r := range g.Rules {
+				n, m := promStats(t, promPort, r.Expr, evalAt)
+				if rep == 0 {
+					samples += n
+					results += m
+				}
+			}
+			cpus = append(cpus, procCPU(t, p.Process.Pid)-c0)
+			walls = append(walls, time.Since(w0).Seconds())
+		}
+		sort.Float64s(cpus)
+		sort.Float64s(walls)
+		fmt.Printf("| `%s` | %d | %d | %d | %.2f | %.2f |\n", g.Name, len(g.Rules), results, samples, cpus[1], walls[1])
+	}
+}
+
+// procCPU is the user and system CPU seconds of a process.
+func procCPU(t *testing.T, pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseFloat(f[11], 64)
+	k, _ := strconv.ParseFloat(f[12], 64)
+	return (u + k) / 100 // USER_HZ
+}
+
+// promStats evaluates q at t and returns the samples it read and the
+// series it returned. It asks for count(q), so that the CPU time measured
+// is the evaluation's, not the encoding of thousands of series in JSON.
+func promStats(t *testing.T, port int, q string, at time.Time) (int, int) {
+	resp, err := http.PostForm(fmt.Sprintf("http://127.0.0.1:%d/api/v1/query", port), map[string][]string{
+		"query": {"count(" + q + ")"}, "stats": {"all"}, "time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}})
+	if err != nil {
+		t.Error(err)
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status, Error string
+		Data          struct {
+			Result []struct{ Value []any }
+			Stats  struct {
+				Samples struct{ TotalQueryableSamples int }
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Errorf("%q: %v %s", q, err, r.Error)
+	}
+	n := 0
+	if len(r.Data.Result) == 1 && len(r.Data.Result[0].Value) == 2 {
+		v, _ := strconv.ParseFloat(fmt.Sprint(r.Data.Result[0].Value[1]), 64)
+		n = int(v)
+	}
+	return r.Data.Stats.Samples.TotalQueryableSamples, n
+}
+
+func promQuery(t *testing.T, port int, q string) string {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/query?query=%s", port, strings.ReplaceAll(q, " ", "%20")))
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			Result []struct{ Value []any }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || len(r.Data.Result) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(r.Data.Result[0].Value[1])
+}

@@ -1,0 +1,357 @@
+package mixin
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
+)
+
+// goldenOutputs are the daemon's pinned expositions: whatever a rule or
+// panel reads must appear in one of them, or be declared below.
+var goldenOutputs = []string{
+	"../cmd/exporter/testdata/e2e-output.prom",
+	"../exporter/testdata/window/golden.prom",
+	"../collector/testdata/golden/*/*.prom",
+}
+
+// fromDiagnosis are the failure-mode classifier's series (issue 10: the
+// diagnosis package). Their names and labels are fixed by that issue;
+// until an end-to-end golden output includes them, they are declared
+// here. The dashboards read the standard engine series as the evidence of
+// each mode, not the classifier's llm_signal_* gauges, whose names are
+// not settled.
+var fromDiagnosis = []string{"llm_failure_mode", "llm_failure_mode_supported"}
+
+// fromPrometheus are series Prometheus itself produces.
+var fromPrometheus = []string{"up", "ALERTS"}
+
+// fromExporterSource are the daemon's own series that no golden output
+// pins (vectors empty until a target is scraped); each must appear as a
+// string literal in exporter/*.go.
+var fromExporterSource = []string{
+	"goodput_exporter_target_scrape_duration_seconds",
+	"goodput_exporter_config_last_reload_success_timestamp_seconds",
+}
+
+// produced is every series name the daemon, Prometheus or the recording
+// rules produce.
+func produced(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, g := range goldenOutputs {
+		paths, _ := filepath.Glob(g)
+		if len(paths) == 0 {
+			t.Fatalf("no golden output %s", g)
+		}
+		for _, p := range paths {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				if line == "" || line[0] == '#' {
+					continue
+				}
+				name := line[:strings.IndexAny(line+" ", "{ ")]
+				out[name] = p
+			}
+			f.Close()
+		}
+	}
+	// The GPU backend's series, from the descriptors it declares.
+	ch := make(chan *prometheus.Desc, 64)
+	gpu.NewManager(gpu.ManagerOptions{}).Describe(ch)
+	close(ch)
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	n := 0
+	for d := range ch {
+		m := fq.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("descriptor %s", d)
+		}
+		out[m[1]] = "collector/gpu descriptors"
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d GPU descriptors", n)
+	}
+	src := ""
+	paths, _ := filepath.Glob("../exporter/*.go")
+	for _, p := range paths {
+		if !strings.HasSuffix(p, "_test.go") {
+			b, _ := os.ReadFile(p)
+			src += string(b)
+		}
+	}
+	for _, name := range fromExporterSource {
+		if !strings.Contains(src, `"`+name+`"`) {
+			t.Errorf("%s is not declared in exporter/*.go", name)
+		}
+		out[name] = "exporter source"
+	}
+	for _, name := range fromDiagnosis {
+		out[name] = "diagnosis (issue 10)"
+	}
+	for _, name := range fromPrometheus {
+		out[name] = "Prometheus"
+	}
+	for _, g := range Default().RecordingGroups() {
+		for _, r := range g.Rules {
+			out[r.Record] = "recording rule"
+		}
+	}
+	return out
+}
+
+// queries is every PromQL expression the mixin ships, with where it is.
+func queries(c Config) map[string]string {
+	out := map[string]string{}
+	for _, g := range append(c.RecordingGroups(), c.AlertGroups()...) {
+		for _, r := range g.Rules {
+			out[r.Expr] = g.Name + "/" + r.Record + r.Alert
+			if r.Runbook != nil {
+				for _, q := range r.Runbook.Confirm {
+					// A runbook block holds one query per line.
+					for _, line := range strings.Split(q.Expr, "\n") {
+						out[line] = "runbook " + r.Alert
+					}
+				}
+			}
+		}
+	}
+	for _, d := range c.Dashboards() {
+		for _, q := range d.Queries() {
+			out[q] = "dashboard " + d.UID
+		}
+		for _, s := range d.VariableSelectors() {
+			out[s] = "dashboard " + d.UID + " variable"
+		}
+	}
+	return out
+}
+
+// dashboardVars replaces Grafana's variables by what Grafana sends for
+// "All".
+var dashboardVars = strings.NewReplacer("$node", ".*", "$instance", ".*", "$namespace", ".*",
+	"$target", ".*", "$model", ".*", "$slo", ".*")
+
+// Every query of the rules, alerts, runbooks and dashboards parses with
+// Prometheus' own PromQL parser, and every series it reads is produced by
+// the daemon (its golden outputs and declared series), by Prometheus, or
+// by a recording rule: no query can match nothing for want of a name.
+func TestEveryQueryParsesAndReadsProducedSeries(t *testing.T) {
+	have := produced(t)
+	p := parser.NewParser(parser.Options{})
+	qs := queries(Default())
+	if len(qs) < 100 {
+		t.Fatalf("only %d queries", len(qs))
+	}
+	used := map[string]bool{}
+	for q, where := range qs {
+		expr, err := p.ParseExpr(dashboardVars.Replace(q))
+		if err != nil {
+			t.Errorf("%s: %q: %v", where, q, err)
+			continue
+		}
+		n := 0
+		parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+			vs, ok := node.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			n++
+			names := []string{vs.Name}
+			if vs.Name == "" {
+				names = nil
+				for _, m := range vs.LabelMatchers {
+					if m.Name == labels.MetricName && m.Type == labels.MatchRegexp {
+						// {__name__=~"llm_.*"}: some produced series must match.
+						ok := false
+						for h := range have {
+							ok = ok || m.Matches(h)
+						}
+						if !ok {
+							t.Errorf("%s: %q matches no produced series", where, m)
+						}
+					}
+				}
+			}
+			for _, name := range names {
+				used[name] = true
+				if _, ok := have[name]; !ok {
+					t.Errorf("%s: reads %s, which neither the daemon, Prometheus nor a recording rule produces", where, name)
+				}
+			}
+			return nil
+		})
+		if n == 0 {
+			t.Errorf("%s: %q reads no series", where, q)
+		}
+	}
+	// The recording rules are all used by an alert, a dashboard or
+	// another rule, except the fleet summaries, which are for ad hoc
+	// queries and federation.
+	var unused []string
+	for name, from := range have {
+		if from == "recording rule" && !used[name] && !strings.HasPrefix(name, "model:") && !strings.HasPrefix(name, "model_") {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	if len(unused) > 0 {
+		t.Errorf("recording rules nothing reads: %v", unused)
+	}
+}
+
+// The test above can fail: a name the daemon does not produce is caught.
+func TestUnknownSeriesIsCaught(t *testing.T) {
+	have := produced(t)
+	for _, name := range []string{"vllm:num_preemptions_total", "llm_preemptions", "llm_failure_modes"} {
+		if _, ok := have[name]; ok {
+			t.Errorf("%s counted as produced", name)
+		}
+	}
+	for _, name := range []string{"llm_up", "llm_gpu_power_watts", "llm_slo_target_ratio", "llm_time_to_first_token_seconds_bucket",
+		"goodput_exporter_gpu_backend_up", sloBurn("3d")} {
+		if _, ok := have[name]; !ok {
+			t.Errorf("%s not counted as produced", name)
+		}
+	}
+}
+
+// Prometheus 2.42's promtool (Debian's) accepts every dashboard query too.
+func TestDashboardQueriesUnderPromtool(t *testing.T) {
+	bin := promtool.Path(t)
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: dashboard-queries\n    rules:\n")
+	i := 0
+	for _, d := range Default().Dashboards() {
+		for _, q := range d.Queries() {
+			fmt.Fprintf(&b, "      - record: dashboard:query_%d:check\n        expr: %q\n", i, dashboardVars.Replace(q))
+			i++
+		}
+	}
+	path := filepath.Join(t.TempDir(), "queries.yml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool: %v\n%s", err, out)
+	}
+}
+
+// Every alert has a severity, a summary, a description and a runbook_url
+// that resolves to its runbook in docs/runbooks.
+func TestAlertsHaveRunbooks(t *testing.T) {
+	c := Default()
+	prefix := strings.TrimSuffix(c.RunbookURL, "%s.md")
+	seen := map[string]bool{}
+	for _, r := range c.Alerts() {
+		if seen[r.Alert] {
+			t.Errorf("alert %s defined twice", r.Alert)
+		}
+		seen[r.Alert] = true
+		if s := r.Labels["severity"]; s != c.PageSeverity && s != c.TicketSeverity {
+			t.Errorf("%s: severity %q", r.Alert, s)
+		}
+		for _, k := range []string{"summary", "description", "runbook_url"} {
+			if r.Annotations[k] == "" {
+				t.Errorf("%s: no %s", r.Alert, k)
+			}
+		}
+		url := r.Annotations["runbook_url"]
+		rel, ok := strings.CutPrefix(url, prefix)
+		if !ok || rel != r.Alert+".md" {
+			t.Errorf("%s: runbook_url %s", r.Alert, url)
+			continue
+		}
+		body, err := os.ReadFile(filepath.Join("..", RunbookDir, rel))
+		if err != nil {
+			t.Errorf("%s: %v", r.Alert, err)
+			continue
+		}
+		for _, h := range []string{"# " + r.Alert + "\n", "## What fired", "## What it means", "## How to confirm it", "## Remedies, in order", "```promql"} {
+			if !strings.Contains(string(body), h) {
+				t.Errorf("runbook of %s lacks %q", r.Alert, h)
+			}
+		}
+	}
+	// One alert per failure mode, and the issue's engine and self alerts.
+	for _, name := range []string{"LLMQueueGrowth", "LLMKVPreemption", "LLMPrefillInterference", "LLMKVMonopoly",
+		"LLMPrefixCacheCollapse", "LLMDecodeSaturation", "LLMGPUThrottling", "LLMEngineStall",
+		"LLMErrorBudgetBurn1h", "LLMErrorBudgetBurn6h", "LLMErrorBudgetBurn1d", "LLMErrorBudgetBurn3d",
+		"LLMEngineDown", "LLMEngineSeriesAbsent", "LLMEngineNotServing",
+		"GoodputExporterTargetScrapeErrors", "GoodputExporterConfigReloadFailed", "GoodputExporterGPUBackendDown",
+		"GoodputExporterObjectiveUnmeasurable", "GoodputExporterAbsent"} {
+		if !seen[name] {
+			t.Errorf("no alert %s", name)
+		}
+	}
+}
+
+// The failure-mode alerts' for: is one classifier window (1m with the
+// classifier's defaults: window 1m, enter 2, leave 3), so a mode pages
+// 3m after its onset at the earliest: 2 windows to raise it, 1 to hold.
+func TestFailureModeForFollowsHysteresis(t *testing.T) {
+	c := Default()
+	n := 0
+	for _, r := range c.Alerts() {
+		if strings.Contains(r.Expr, "llm_failure_mode{") {
+			n++
+			if r.For != "1m" {
+				t.Errorf("%s: for %s, want 1m", r.Alert, r.For)
+			}
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d failure-mode alerts, want 8", n)
+	}
+	c.DiagnosisWindow = 90e9
+	if got := c.FailureModeFor(); got != "1m30s" {
+		t.Errorf("a 90s window gives for: %s, want 1m30s", got)
+	}
+}
+
+// Stat panels read 0, not "No data", when the answer is zero; every
+// panel reads its data source from the variable.
+func TestDashboards(t *testing.T) {
+	for _, d := range Default().Dashboards() {
+		names := map[string]bool{}
+		for _, v := range d.vars {
+			names[v["name"].(string)] = true
+		}
+		for _, v := range []string{"datasource", "node", "instance", "target"} {
+			if !names[v] {
+				t.Errorf("%s: no variable %s", d.UID, v)
+			}
+		}
+		for _, r := range d.Rows {
+			for _, p := range r.Panels {
+				for _, q := range p.Exprs {
+					if p.Stat && !strings.HasSuffix(q.Expr, " or vector(0)") {
+						t.Errorf("%s/%s: stat query %q can show No data", d.UID, p.Title, q.Expr)
+					}
+					if !p.Stat && !strings.Contains(q.Expr, "$target") && !strings.Contains(q.Expr, "$model") && !strings.Contains(q.Expr, "$instance") {
+						t.Errorf("%s/%s: %q ignores the variables", d.UID, p.Title, q.Expr)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package mixin
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Rule is one recording or alerting rule, in Prometheus' field order.
+type Rule struct {
+	Record      string            `yaml:"record,omitempty"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+
+	// Runbook is what docs/runbooks/<Alert>.md says; alerts only.
+	Runbook *Runbook `yaml:"-"`
+}
+
+// Group is one rule group.
+type Group struct {
+	Name     string `yaml:"name"`
+	Interval string `yaml:"interval,omitempty"`
+	Rules    []Rule `yaml:"rules"`
+}
+
+// Level names of the per-target recording rules. Every per-target rule
+// also keeps the daemon labels (Config.DaemonLabels) and engine.
+const (
+	levelObjective = "target_model_slo_objective"
+	levelBound     = "target_model_slo_bound"
+)
+
+func rec(name, expr string) Rule { return Rule{Record: name, Expr: strings.TrimSpace(expr) + "\n"} }
+
+// tile is the tile a window is summed from: 5m, or 1h from TileLong on.
+func (c Config) tile(w string) string {
+	if parseDuration(w) >= c.TileLong {
+		return "1h"
+	}
+	return "5m"
+}
+
+// SLO recording rule names for one window.
+func sloRequests(w string) string   { return levelObjective + ":llm_slo_requests:rate" + w }
+func sloGood(w string) string       { return levelObjective + ":llm_slo_good_requests:rate" + w }
+func sloAttainment(w string) string { return levelObjective + ":llm_slo_attainment:ratio_rate" + w }
+func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rate:ratio_rate" + w }
+
+// Tiles: the 5m (1h) rate recorded once every 5m (1h) by a group of that
+// interval, so that consecutive samples cover consecutive windows.
+func tileRequests(t string) string { return levelObjective + ":llm_slo_requests:tile_rate" + t }
+func tileGood(t string) string     { return levelObjective + ":llm_slo_good_requests:tile_rate" + t }
+
+// sloWindow records attainment and burn rate for one window, and for 5m
+// the rates of judged and good requests too.
+func (c Config) sloWindow(w string) []Rule {
+	by := c.by("target", "engine", "model", "slo", "objective")
+	var out []Rule
+	att := fmt.Sprintf("%s\n  / (%s > 0)", sloGood(w), sloRequests(w))
+	if w == "5m" {
+		out = append(out,
+			rec(sloRequests(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))),
+			rec(sloGood(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))))
+	} else {
+		// Good over judged in the tiles of the window: W/5m (W/1h)
+		// samples per series, never every raw sample. Tiles in which the
+		// series did not exist are left out of both sides, so the
+		// attainment is over the traffic seen.
+		t := c.tile(w)
+		att = fmt.Sprintf("sum_over_time(%s[%s])\n  / (sum_over_time(%s[%s]) > 0)", tileGood(t), w, tileRequests(t), w)
+	}
+	return append(out,
+		// Absent, not 0 and not NaN, when nothing was judged.
+		rec(sloAttainment(w), att),
+		// Each daemon's target ratio applies to that daemon's targets:
+		// joined on the daemon labels, never a fleet-wide max.
+		rec(sloBurn(w), fmt.Sprintf("(1 - %s)\n  / on (%s) group_left ()\n    (1 - %s)",
+			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))))
+}
+
+// tiles records the raw counters' rate over t, in a group evaluated every
+// t.
+func (c Config) tiles(t string) Group {
+	by := c.by("target", "engine", "model", "slo", "objective")
+	return Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t, Rules: []Rule{
+		rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
+		rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
+	}}
+}
+
+// RecordingGroups are the recording rules (rules/goodput.rules.yml).
+func (c Config) RecordingGroups() []Group {
+	fast := Group{Name: "goodput-exporter.slo", Interval: c.FastInterval, Rules: c.sloWindow("5m")}
+	// One group per window, so that each group's evaluation stays short
+	// at fleet scale (docs/benchmarks.md).
+	groups := []Group{fast, c.tiles("5m"), c.tiles("1h")}
+	for _, w := range c.Windows[1:] {
+		iv := c.WindowInterval
+		if c.tile(w) != "5m" {
+			iv = c.LongInterval
+		}
+		groups = append(groups, Group{Name: "goodput-exporter.slo-window-" + w, Interval: iv, Rules: c.sloWindow(w)})
+	}
+	tb := c.by("target")
+	tsb := c.by("target", "slo", "bound")
+	gp := Group{Name: "goodput-exporter.goodput", Interval: c.FastInterval, Rules: []Rule{
+		rec(levelBound+":llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_requests_total"))),
+		rec(levelBound+":llm_goodput_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_tokens_total"))),
+		// Across nodes: the sum of every node's goodput, each judged
+		// against its own node's objectives.
+		rec("model_slo_bound:llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (%s)",
+			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_requests:rate5m")),
+		rec("model_slo_bound:llm_goodput_tokens:rate5m", fmt.Sprintf("sum by (%s) (%s)",
+			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_tokens:rate5m")),
+		rec("model:llm_generation_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
+			c.fleetBy("model"), c.sel("llm_generation_tokens_total"))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
+			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m"))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", fmt.Sprintf(
+			"sum by (%[1]s) (sum_over_time(%[2]s[1h]))\n  / (sum by (%[1]s) (sum_over_time(%[3]s[1h])) > 0)",
+			c.fleetBy("model", "slo", "objective"), tileGood("5m"), tileRequests("5m"))),
+		// Energy has no model label: GPUs are attributed to targets.
+		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",
+			tb, c.sel("llm_engine_gpu_energy_joules_total"), c.sel("llm_generation_tokens_total"))),
+		// bound="lower" divides by the lower goodput bound: the higher
+		// joules per good token.
+		rec("target_slo_bound:llm_engine_gpu_energy_joules_per_good_token:ratio_rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / on (%[1]s) group_right ()\n    (sum by (%[3]s) (rate(%[4]s[5m])) > 0)",
+			tb, c.sel("llm_engine_gpu_energy_joules_total"), tsb, c.sel("llm_goodput_tokens_total"))),
+		// Hourly cost / 3600 / good tok/s * 1e6; bound="lower" is the
+		// higher cost.
+		rec("target_slo_bound:llm_cost_per_million_good_tokens:ratio_rate5m", fmt.Sprintf(
+			"max by (%[1]s) (%[2]s) / 3600 * 1e6\n  / on (%[3]s) group_right (currency)\n    (sum by (%[4]s) (rate(%[5]s[5m])) > 0)",
+			c.by("target", "currency"), c.sel("llm_engine_hourly_cost"), tb, tsb, c.sel("llm_goodput_tokens_total"))),
+	}}
+	m := c.fleetBy("model")
+	eng := Group{Name: "goodput-exporter.engine", Interval: c.FastInterval, Rules: []Rule{
+		rec("model:llm_requests_waiting:sum", fmt.Sprintf("sum by (%s) (%s)", m, c.sel("llm_requests_waiting"))),
+		rec("model:llm_requests_running:sum", fmt.Sprintf("sum by (%s) (%s)", m, c.sel("llm_requests_running"))),
+		rec("model:llm_kv_cache_usage_ratio:max", fmt.Sprintf("max by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
+		rec("model:llm_kv_cache_usage_ratio:avg", fmt.Sprintf("avg by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
+		rec("model:llm_preemptions:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))", m, c.sel("llm_preemptions_total"))),
+	}}
+	return append(groups, gp, eng)
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
