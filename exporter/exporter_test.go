@@ -285,7 +285,9 @@ func TestTargetDisappearsAndReturns(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond, config.Target{Name: "s", URL: srv.URL})
+	// A timeout a loaded machine cannot hit by accident: each timeout would
+	// be a change of reason, and so a second "down" line.
+	hs := startExporter(t, 300*time.Millisecond, 300*time.Millisecond, config.Target{Name: "s", URL: srv.URL})
 	hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool {
 		return value(m, "llm_up", map[string]string{"target": "s"}) == 1
 	})

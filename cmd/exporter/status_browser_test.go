@@ -98,7 +98,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		time.Sleep(15 * time.Second) // a healthy stretch in the charts before the incident
 	}
 	p.Eval(`document.querySelector('form[data-target="vllm-0"] button[value="queue_growth"]').click()`)
-	p.WaitFor("the lever marked", `document.querySelector('form[data-target="vllm-0"] button.on').value === "queue_growth"`, 10*time.Second)
+	p.WaitFor("the lever marked", `document.querySelector('form[data-target="vllm-0"] button.on').value === "queue_growth"`, 40*time.Second)
 	p.WaitFor("queue_growth named", verdict+`.includes("queue_growth")`, 40*time.Second)
 	if href := p.String(`document.querySelector('section[data-target="vllm-0"] .evidence a').href`); href != exporter.RunbookBase+"queue_growth" {
 		t.Errorf("runbook link %q, want %q", href, exporter.RunbookBase+"queue_growth")
