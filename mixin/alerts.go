@@ -355,6 +355,27 @@ func (c Config) selfAlerts() []Rule {
 	}
 }
 
+// capacityAlerts warn before traffic reaches the knee the daemon estimated
+// from what it has seen. Only estimate="knee" counts: a lower bound says
+// the knee is at least there, not that it is near.
+func (c Config) capacityAlerts() []Rule {
+	return []Rule{
+		c.alert("LLMCapacityHeadroomLow", c.sel("llm_capacity_headroom_ratio", `estimate="knee"`)+" < 0.1", "15m", c.TicketSeverity,
+			"Engine "+where+" runs within 10 % of its knee ({{ $labels.slo }}).",
+			"{{ $labels.target }} (model {{ $labels.model }}) on {{ $labels.instance }} has run for 15m with a headroom of {{ $value | humanizePercentage }} "+
+				"below the knee the daemon estimated under SLO {{ $labels.slo }} (llm_capacity_headroom_ratio{estimate=\"knee\"}): "+
+				"a little more load and goodput stops tracking throughput. llm_capacity_knee_requests_per_second gives the knee.",
+			&Runbook{Meaning: "The daemon estimates, from the load levels it has observed, the load at which goodput under the SLO stops rising (the knee). " +
+				"Traffic is now within 10 % of it, or past it when the headroom is negative: past the knee more load buys less good work and the SLO's burn rate climbs.",
+				Confirm: []Query{{"Headroom, the knee, and its evidence", c.ph("llm_capacity_headroom_ratio", "instance", "target") + "\n" +
+					c.ph("llm_capacity_knee_requests_per_second", "instance", "target") + "\n" +
+					c.ph("llm_capacity_load_levels", "instance", "target")}},
+				Remedies: []string{"Add replicas before the peak: replicas = peak goodput needed ÷ the knee's goodput (`goodput-exporter capacity` does the sum from a sweep).",
+					"Shed or delay batch traffic to keep interactive load under the knee.",
+					"If the knee moved down after an upgrade or a flag change, compare sweeps with `goodput-exporter capacity --baseline`."}}),
+	}
+}
+
 // AlertGroups are the alerting rules (rules/goodput.alerts.yml).
 func (c Config) AlertGroups() []Group {
 	return []Group{
@@ -362,5 +383,6 @@ func (c Config) AlertGroups() []Group {
 		{Name: "goodput-exporter.failure-mode-alerts", Interval: c.FastInterval, Rules: c.failureModeAlerts()},
 		{Name: "goodput-exporter.engine-alerts", Interval: c.FastInterval, Rules: c.engineAlerts()},
 		{Name: "goodput-exporter.self-alerts", Interval: c.FastInterval, Rules: c.selfAlerts()},
+		{Name: "goodput-exporter.capacity-alerts", Interval: c.FastInterval, Rules: c.capacityAlerts()},
 	}
 }

@@ -44,6 +44,10 @@ var fromPrometheus = []string{"up", "ALERTS"}
 var fromExporterSource = []string{
 	"goodput_exporter_target_scrape_duration_seconds",
 	"goodput_exporter_config_last_reload_success_timestamp_seconds",
+	// The live knee appears after minutes of varied traffic.
+	"llm_capacity_headroom_ratio",
+	"llm_capacity_knee_requests_per_second",
+	"llm_capacity_load_levels",
 }
 
 // produced is every series name the daemon, Prometheus or the recording
