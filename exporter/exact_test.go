@@ -227,9 +227,13 @@ func TestExactGoodputFromRealOTLPExporters(t *testing.T) {
 	}
 	send(t, he2, "nobody", a[:1])
 
+	// The span outcome counters are counted after a batch is folded, so a
+	// render can fall between the two: wait for both.
 	mfs := h.waitFor("exact series", func(m map[string]*dto.MetricFamily) bool {
 		return value(m, "llm_goodput_traced_requests_total", map[string]string{"target": "b", "slo": "chat", "sampled": "true"}) == 1 &&
-			value(m, "llm_goodput_traced_requests_total", map[string]string{"target": "a", "slo": "strict"}) == 6
+			value(m, "llm_goodput_traced_requests_total", map[string]string{"target": "a", "slo": "strict"}) == 6 &&
+			value(m, "goodput_exporter_otlp_spans_total", map[string]string{"result": "folded"}) == 10 &&
+			value(m, "goodput_exporter_otlp_spans_total", map[string]string{"result": "unmatched"}) == 1
 	})
 	type want struct {
 		name   string
