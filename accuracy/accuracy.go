@@ -179,24 +179,9 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 100})
+	scrape, err := vllmScraper(e)
 	if err != nil {
 		return Step{}, err
-	}
-	scrape := func() (*snapshot.Snapshot, error) {
-		var buf bytes.Buffer
-		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
-			return nil, err
-		}
-		s, err := parser.Parse(buf.Bytes(), "", time.Unix(0, 0).Add(e.Now()))
-		if err != nil {
-			return nil, fmt.Errorf("the adapter rejected the simulator's exposition: %w", err)
-		}
-		if len(s.Errors) > 0 {
-			return nil, fmt.Errorf("family errors in the simulator's exposition: %v", s.Errors)
-		}
-		s.Target = "sim"
-		return s, nil
 	}
 	every := o.Interval
 	if every <= 0 {
@@ -358,4 +343,29 @@ func compare(slo goodput.SLO, l *live, end *snapshot.Snapshot, truth truthSLO, s
 	row.NaiveGoodput = goodput.Bounds{Lower: l.naiveTok.Lower / seconds, Upper: l.naiveTok.Upper / seconds}
 	row.TokensBounded = l.bounded
 	return row
+}
+
+// vllmScraper reads the engine's vLLM exposition through the real adapter,
+// as the daemon's scrape would, stamped with the simulator's clock. A
+// family error is an error: the simulator must speak the engine's format.
+func vllmScraper(e *sim.Engine) (func() (*snapshot.Snapshot, error), error) {
+	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 100})
+	if err != nil {
+		return nil, err
+	}
+	return func() (*snapshot.Snapshot, error) {
+		var buf bytes.Buffer
+		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
+			return nil, err
+		}
+		s, err := parser.Parse(buf.Bytes(), "", time.Unix(0, 0).Add(e.Now()))
+		if err != nil {
+			return nil, fmt.Errorf("the adapter rejected the simulator's exposition: %w", err)
+		}
+		if len(s.Errors) > 0 {
+			return nil, fmt.Errorf("family errors in the simulator's exposition: %v", s.Errors)
+		}
+		s.Target = "sim"
+		return s, nil
+	}, nil
 }

@@ -1,7 +1,6 @@
 package accuracy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +8,8 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/capacity"
-	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/sim"
-	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // RampOptions describe a live knee run: the simulated engine under a slow
@@ -57,21 +54,9 @@ func RunRamp(ctx context.Context, o RampOptions) ([]RampPoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 100})
+	scrape, err := vllmScraper(e)
 	if err != nil {
 		return nil, err
-	}
-	scrape := func() (*snapshot.Snapshot, error) {
-		var buf bytes.Buffer
-		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
-			return nil, err
-		}
-		s, err := parser.Parse(buf.Bytes(), "", time.Unix(0, 0).Add(e.Now()))
-		if err != nil {
-			return nil, fmt.Errorf("the adapter rejected the simulator's exposition: %w", err)
-		}
-		s.Target = "sim"
-		return s, nil
 	}
 	tr := goodput.NewTracker("sim", []goodput.SLO{o.SLO})
 	obs := capacity.NewObserver(o.Live)
