@@ -158,6 +158,12 @@ func accumFor(gpus map[string]*gpuAccum, labels map[string]string) (*gpuAccum, e
 	uuid := cmp.Or(labels["UUID"], labels["uuid"])
 	d := Device{Index: idx, UUID: uuid, Name: labels["modelName"]}
 	if g, ok := gpus[d.Key()]; ok {
+		// Families come in map order: of the model names one GPU's series
+		// carry (normally one), keep the smallest, so that the same body
+		// always names it the same.
+		if n := d.Name; n != "" && (g.dev.Name == "" || n < g.dev.Name) {
+			g.dev.Name = n
+		}
 		return g, nil
 	}
 	g := &gpuAccum{dev: d}
