@@ -378,11 +378,11 @@ func (c Config) capacityAlerts() []Rule {
 
 // AlertGroups are the alerting rules (rules/goodput.alerts.yml).
 func (c Config) AlertGroups() []Group {
-	return []Group{
+	return c.scaled([]Group{
 		{Name: "goodput-exporter.slo-alerts", Interval: c.FastInterval, Rules: c.burnAlerts()},
 		{Name: "goodput-exporter.failure-mode-alerts", Interval: c.FastInterval, Rules: c.failureModeAlerts()},
 		{Name: "goodput-exporter.engine-alerts", Interval: c.FastInterval, Rules: c.engineAlerts()},
 		{Name: "goodput-exporter.self-alerts", Interval: c.FastInterval, Rules: c.selfAlerts()},
 		{Name: "goodput-exporter.capacity-alerts", Interval: c.FastInterval, Rules: c.capacityAlerts()},
-	}
+	})
 }

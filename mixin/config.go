@@ -73,6 +73,13 @@ type Config struct {
 
 	// Namespace and name of the PrometheusRule.
 	RuleNamespace, RuleName string
+
+	// TimeScale, above 1, divides every duration the rules evaluate
+	// (range selectors, for: and group intervals) by it, for a test that
+	// runs the rules against engines on a faster clock (e2e/). Names and
+	// texts keep the nominal windows: ratio_rate5m is still called so,
+	// whatever range it reads. 0 or 1 renders the rules as shipped.
+	TimeScale float64
 }
 
 // Default is the configuration of the committed files.
