@@ -32,6 +32,29 @@ type simulateCmd struct {
 	SweepStep     time.Duration `name:"sweep.step" default:"300s" help:"Simulated length of each step's window."`
 	SweepInterval time.Duration `name:"sweep.interval" default:"5s" help:"Scrape cadence inside each window; the intervals are added up as the daemon does."`
 	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"SLOs to judge in the sweep (default: built-in chat SLOs)."`
+	Engine        []string      `name:"engine" sep:"none" placeholder:"FORMAT[=SCENARIO]" help:"One engine in FORMAT following its own lever script (inline or @FILE; default healthy); repeatable, in port order. Replaces --engines, --format and --scenario."`
+}
+
+// engineSpecs reads --engine: each engine's format and scenario.
+func (c *simulateCmd) engineSpecs() ([]sim.Format, []sim.Scenario, error) {
+	var formats []sim.Format
+	var scenarios []sim.Scenario
+	for _, e := range c.Engine {
+		f, script, _ := strings.Cut(e, "=")
+		format, err := sim.ParseFormat(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--engine %q: %w", e, err)
+		}
+		var sc sim.Scenario
+		if script != "" {
+			if sc, err = loadScenario(script); err != nil {
+				return nil, nil, fmt.Errorf("--engine %q: %w", e, err)
+			}
+		}
+		formats = append(formats, format)
+		scenarios = append(scenarios, sc)
+	}
+	return formats, scenarios, nil
 }
 
 func (c *simulateCmd) Validate() error {
@@ -45,6 +68,12 @@ func (c *simulateCmd) Validate() error {
 		if _, err := loadScenario(c.Scenario); err != nil {
 			return fmt.Errorf("--scenario: %w", err)
 		}
+	}
+	if len(c.Engine) > 64 {
+		return errors.New("at most 64 --engine")
+	}
+	if _, _, err := c.engineSpecs(); err != nil {
+		return err
 	}
 	if c.SweepInterval <= 0 || c.SweepInterval > c.SweepStep {
 		return errors.New("--sweep.interval must be positive and at most --sweep.step")
@@ -71,10 +100,13 @@ func (c *simulateCmd) Run(e *env) error {
 			spec.scenarios = append(spec.scenarios, sc)
 		}
 	}
+	if len(c.Engine) > 0 {
+		spec.formats, spec.scenarios, _ = c.engineSpecs()
+	}
 	var logs []*os.File
 	if c.TruthLog != "" {
 		spec.truthLog = func(i int) io.Writer {
-			f, err := os.Create(fmt.Sprintf("%s-%s-%d.jsonl", c.TruthLog, format, i))
+			f, err := os.Create(fmt.Sprintf("%s-%s-%d.jsonl", c.TruthLog, spec.formats[i], i))
 			if err != nil {
 				e.logger.Error("truth log", "err", err)
 				return io.Discard
