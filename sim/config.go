@@ -52,6 +52,10 @@ type GPUSpec struct {
 	InletC, ThermalResistance float64
 	ThermalTau                time.Duration
 	SlowdownC, HWSlowdownC    float64
+	// ExportMaxSMClock adds DCGM_FI_DEV_MAX_SM_CLOCK to the dcgm-exporter
+	// exposition, as dcgm-exporter serves it when the field is added to
+	// its counters file (it is not among its defaults).
+	ExportMaxSMClock bool
 }
 
 // EngineSpec holds the engine's scheduler and cache settings, named after

@@ -29,6 +29,9 @@ func (e *Engine) dcgmText() string {
 		x.raw(name, labels, goFixed(v))
 	}
 	ints("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", g.SMClockMHz)
+	if spec.ExportMaxSMClock {
+		ints("DCGM_FI_DEV_MAX_SM_CLOCK", "Maximum SM clock frequency (in MHz).", "gauge", spec.MaxSMClockMHz)
+	}
 	ints("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", g.MemClockMHz)
 	ints("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", g.TempC)
 	fixed("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", g.PowerW)

@@ -307,3 +307,28 @@ func TestDCGMEnergyMatchesPower(t *testing.T) {
 		t.Errorf("a loaded GPU draws %v W, no more than idle", p)
 	}
 }
+
+// DCGM_FI_DEV_MAX_SM_CLOCK is exported only when asked for, as
+// dcgm-exporter does only with the field in its counters file; its value
+// is the GPU's maximum SM clock (1980 MHz in DefaultConfig, an H100 SXM).
+func TestDCGMMaxSMClockOnRequest(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.GPU.ExportMaxSMClock = on
+		e := mustNew(t, cfg)
+		e.AdvanceTo(10 * time.Second)
+		var b strings.Builder
+		if err := e.WriteGPUMetrics(&b); err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(b.String(), "\nDCGM_FI_DEV_MAX_SM_CLOCK{")
+		if has != on {
+			t.Fatalf("ExportMaxSMClock %v: field exported %v", on, has)
+		}
+		if on {
+			if v := value(t, parseText(t, b.String()), "DCGM_FI_DEV_MAX_SM_CLOCK"); v != 1980 {
+				t.Errorf("DCGM_FI_DEV_MAX_SM_CLOCK = %v, want 1980", v)
+			}
+		}
+	}
+}

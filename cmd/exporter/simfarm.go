@@ -51,6 +51,8 @@ type farmSpec struct {
 	// clock, when set, is the wall clock the simulations follow (tests
 	// freeze and step it).
 	clock func() time.Time
+	// maxClock adds DCGM_FI_DEV_MAX_SM_CLOCK to the GPU endpoint.
+	maxClock bool
 }
 
 // withRate scales the open-loop classes of the default workload to a
@@ -96,6 +98,7 @@ func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
 		cfg.Seed = spec.seed + uint64(i)
 		cfg.GPU.Index = i
 		cfg.GPU.PCIBusID = fmt.Sprintf("00000000:%02X:00.0", 0x18+i)
+		cfg.GPU.ExportMaxSMClock = spec.maxClock
 		if i < len(spec.scenarios) {
 			cfg.Scenario = spec.scenarios[i]
 		}

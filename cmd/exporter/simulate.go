@@ -32,6 +32,7 @@ type simulateCmd struct {
 	SweepStep     time.Duration `name:"sweep.step" default:"300s" help:"Simulated length of each step's window."`
 	SweepInterval time.Duration `name:"sweep.interval" default:"5s" help:"Scrape cadence inside each window; the intervals are added up as the daemon does."`
 	ConfigFile    string        `name:"config.file" placeholder:"FILE" help:"SLOs to judge in the sweep (default: built-in chat SLOs)."`
+	MaxSMClock    bool          `name:"gpu.max-sm-clock" help:"The GPU endpoint also exports DCGM_FI_DEV_MAX_SM_CLOCK, as dcgm-exporter does when the field is in its counters file."`
 	Engine        []string      `name:"engine" sep:"none" placeholder:"FORMAT[=SCENARIO]" help:"One engine in FORMAT following its own lever script (inline or @FILE; default healthy); repeatable, in port order. Replaces --engines, --format and --scenario."`
 }
 
@@ -90,7 +91,7 @@ func (c *simulateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	spec := farmSpec{rate: c.Rate, speed: c.Speed, seed: c.Seed, listen: c.ListenAddress}
+	spec := farmSpec{rate: c.Rate, speed: c.Speed, seed: c.Seed, listen: c.ListenAddress, maxClock: c.MaxSMClock}
 	for range c.Engines {
 		spec.formats = append(spec.formats, format)
 	}
