@@ -77,7 +77,9 @@ func start(t *testing.T, name string, args ...string) *proc {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(args[0], args[1:]...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, killed whole by kill; and killed by the kernel if
+	// this test process dies first (a test timeout skips t.Cleanup).
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p.cmd.Stderr = f
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {

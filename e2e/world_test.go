@@ -23,7 +23,7 @@ import (
 const (
 	speed     = 10
 	ruleScale = 60
-	collect   = 500 * time.Millisecond
+	collect   = time.Second
 )
 
 // window is the classifier's window in wall time: a simulated minute.
