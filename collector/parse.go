@@ -66,6 +66,10 @@ type Parser struct {
 	cseen          int      // distinct comment lines seen
 	head           slot     // before the first series: head.next is a guess
 	prev           *slot    // the slot of the last series read
+	arena          []byte   // the last text body's series, in order (see slot)
+	agen           uint32   // the arena's generation
+	marks          []mark   // the series read in this body, for the arena
+	rebuild        bool     // a line was not as guessed: rebuild the arena
 	fastHits       int      // lines the fast path read (for tests)
 	mtype          model.MetricType
 	seen           int
@@ -89,14 +93,17 @@ type slot struct {
 	over   string
 	canon  string // the series' sorted labels, its key in Parser.canon
 	err    error  // the series is unusable; reported on every parse
-	// raw is the text the slot was learnt under, and next the slot of the
-	// series that followed it in the last body: the fast path checks that
+	// next is the slot of the series that followed this one in the last
+	// body, and at and alen where that body's text of this series is in
+	// the parser's arena (of generation agen): the fast path checks that
 	// guess before it hashes a line. dead: the slot left the cache (or one
 	// of its spellings did), so it is no longer a guess to trust; while a
-	// slot is not dead, cache[raw] is that slot.
-	raw  string
-	next *slot
-	dead bool
+	// slot is not dead, the text in the arena is a key of the cache that
+	// leads to this slot.
+	next     *slot
+	at, alen int32
+	agen     uint32
+	dead     bool
 }
 
 // NewParser returns a parser for one engine.
@@ -115,6 +122,7 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 		cache:    map[string]*slot{},
 		canon:    map[string]*slot{},
 		comments: map[string]*commentSlot{},
+		agen:     1, // a new slot's generation, 0, is never the arena's
 		models:   map[string]*modelAcc{},
 	}, nil
 }
@@ -157,7 +165,9 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	p.begin()
 	defer func() { p.last = nil }() // a slice of body: do not keep it
 	if text {
-		err = p.parseText(body)
+		if err = p.parseText(body); err != nil {
+			p.marks, p.rebuild = p.marks[:0], false
+		}
 	} else {
 		err = p.readEntries(tp, 0)
 	}
@@ -165,7 +175,11 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 		p.forgetLearnt()
 		return nil, err
 	}
-	return p.finish(now), nil
+	snap := p.finish(now)
+	if text {
+		p.rebuildArena(body)
+	}
+	return snap, nil
 }
 
 // resetCache forgets every learnt series and comment line (not the
@@ -178,6 +192,7 @@ func (p *Parser) resetCache() {
 	p.canon = map[string]*slot{}
 	p.comments = map[string]*commentSlot{}
 	p.head.next = nil
+	p.agen++
 	p.dirty = true
 }
 
@@ -279,7 +294,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 		p.cache[key] = s
 		return s
 	}
-	s := &slot{bucket: -1, canon: canon, raw: key}
+	s := &slot{bucket: -1, canon: canon}
 	p.canon[canon] = s
 	name := p.lbls.Get(labels.MetricName)
 	if name == "process_start_time_seconds" {

@@ -33,6 +33,31 @@ import (
 // summaries when a series is learnt), which the fast path tracks and
 // hands to textparse.
 
+// mark is a series read in this body: its slot and where its text is.
+type mark struct {
+	s          *slot
+	start, end int32
+}
+
+// rebuildArena copies the text of every series read in this body, in
+// order, into the arena, for the next body's guesses. Nothing to do when
+// every line was read as the guess said: the arena already holds it.
+func (p *Parser) rebuildArena(body []byte) {
+	if p.rebuild {
+		p.agen++
+		p.arena = p.arena[:0]
+		if c := cap(p.arena); c > 2*len(body) && c > 1<<20 {
+			p.arena = nil // the body shrank for good: do not keep the old size
+		}
+		for _, m := range p.marks {
+			m.s.at, m.s.alen, m.s.agen = int32(len(p.arena)), m.end-m.start, p.agen
+			p.arena = append(p.arena, body[m.start:m.end]...)
+		}
+	}
+	p.marks = p.marks[:0]
+	p.rebuild = false
+}
+
 // commentSlot is a comment line that textparse accepted.
 type commentSlot struct {
 	gen   uint32
@@ -60,9 +85,10 @@ func (p *Parser) parseText(body []byte) error {
 			return p.rest(body, off, typeAt, sinceType)
 		}
 		line := body[off : off+nl+1]
-		kind, ok := p.fastLine(line)
+		kind, ok := p.fastLine(line, off)
 		if !ok {
-			if kind, ok = p.parseLine(line); !ok {
+			p.rebuild = true
+			if kind, ok = p.parseLine(line, off); !ok {
 				return p.rest(body, off, typeAt, sinceType)
 			}
 		}
@@ -88,6 +114,7 @@ func (p *Parser) parseText(body []byte) error {
 // at the last TYPE line (at typeAt, followed by sinceType entries already
 // read) so that textparse has the same context as over the whole body.
 func (p *Parser) rest(body []byte, off, typeAt, sinceType int) error {
+	p.rebuild = true
 	skip := 0
 	if typeAt >= 0 {
 		off, skip = typeAt, 1+sinceType
@@ -98,7 +125,7 @@ func (p *Parser) rest(body []byte, off, typeAt, sinceType int) error {
 // fastLine reads a line it knows: blank, a comment line seen before, or a
 // sample of a learnt series in the shape described above. ok is false for
 // anything else, with nothing read.
-func (p *Parser) fastLine(line []byte) (lineKind, bool) {
+func (p *Parser) fastLine(line []byte, off int) (lineKind, bool) {
 	c := line[0]
 	switch {
 	case c == '#':
@@ -117,7 +144,7 @@ func (p *Parser) fastLine(line []byte) (lineKind, bool) {
 		}
 		return lineComment, true
 	case isNameStart(c):
-		return lineSample, p.fastSample(line)
+		return lineSample, p.fastSample(line, off)
 	case c == '\n' || c == ' ' || c == '\t':
 		for _, c := range line[:len(line)-1] {
 			if c != ' ' && c != '\t' {
@@ -129,8 +156,9 @@ func (p *Parser) fastLine(line []byte) (lineKind, bool) {
 	return 0, false
 }
 
-// fastSample reads a sample line whose series was learnt.
-func (p *Parser) fastSample(line []byte) bool {
+// fastSample reads a sample line whose series was learnt; the line starts
+// at off in the body.
+func (p *Parser) fastSample(line []byte, off int) bool {
 	end := 1
 	for isNameChar(line[end]) { // the line ends with '\n', which is not
 		end++
@@ -193,13 +221,18 @@ func (p *Parser) fastSample(line []byte) bool {
 	}
 	// The series that followed the last one in the previous body, if it
 	// is this one: bodies come in the same order, and comparing with the
-	// guess (learnt in order, so near in memory) costs less than hashing.
+	// guess's text in the arena (the last body's series, one after the
+	// other) reads memory in order, where hashing and comparing with the
+	// map's keys reads it all over the place.
+	key := line[:end]
 	s := p.prev.next
-	if s == nil || s.dead || s.raw != string(line[:end]) {
-		if s = p.cache[string(line[:end])]; s == nil {
+	if s == nil || s.dead || s.agen != p.agen || int(s.alen) != len(key) || !bytes.Equal(p.arena[s.at:s.at+s.alen], key) {
+		if s = p.cache[string(key)]; s == nil {
 			return false
 		}
+		p.rebuild = true
 	}
+	p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
 	p.follow(s)
 	if math.IsNaN(v) {
 		v = math.Float64frombits(value.NormalNaN) // as textparse does
@@ -216,7 +249,7 @@ func (p *Parser) fastSample(line []byte) bool {
 // line is not one whole entry by itself (an error, a quoted string that
 // goes on to the next line, a NUL that ends the body): the caller then
 // reads the rest of the body with textparse.
-func (p *Parser) parseLine(line []byte) (lineKind, bool) {
+func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
 	buf := line
 	ctx := p.mtype == model.MetricTypeHistogram || p.mtype == model.MetricTypeSummary
 	if ctx {
@@ -248,6 +281,7 @@ func (p *Parser) parseLine(line []byte) (lineKind, bool) {
 		if s == nil {
 			s = p.learn(tp, series)
 		}
+		p.marks = append(p.marks, mark{s, int32(off), int32(off + len(series))})
 		p.follow(s)
 		p.apply(s, v, series)
 		return lineSample, true
