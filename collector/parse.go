@@ -69,7 +69,8 @@ type Parser struct {
 	arena          []byte   // the last text body's series, in order (see slot)
 	agen           uint32   // the arena's generation
 	marks          []mark   // the series read in this body, for the arena
-	rebuild        bool     // a line was not as guessed: rebuild the arena
+	rebuild        bool     // a series read has no text in the arena: rebuild it
+	misses         int      // series found elsewhere than guessed
 	fastHits       int      // lines the fast path read (for tests)
 	mtype          model.MetricType
 	seen           int
@@ -155,7 +156,9 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 		return nil, fmt.Errorf("unsupported content type: %w", err)
 	}
 	_, text := tp.(*textparse.PromParser)
-	text = text && !p.slowOnly
+	// The fast path keeps offsets in int32: a body past 2 GiB (a cap set
+	// that high) is read by textparse alone.
+	text = text && !p.slowOnly && len(body) <= math.MaxInt32
 	if text != p.cacheText && !p.slowOnly {
 		// What the cache holds was learnt from the other format: the fast
 		// path may trust only series and comments the text lexer accepted.
@@ -166,7 +169,7 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	defer func() { p.last = nil }() // a slice of body: do not keep it
 	if text {
 		if err = p.parseText(body); err != nil {
-			p.marks, p.rebuild = p.marks[:0], false
+			p.marks, p.rebuild, p.misses = p.marks[:0], false, 0
 		}
 	} else {
 		err = p.readEntries(tp, 0)

@@ -12,15 +12,18 @@ import (
 
 // The text format's fast path, in the spirit of Prometheus' scrape cache:
 // a line whose series text (everything before the value) was learnt from
-// an earlier body is looked up without running the lexer, and only its
-// value (and timestamp) is read, with strconv. A comment line seen before,
+// an earlier body is recognised without running the lexer (compared with
+// the series that followed the previous one in the last body, else looked
+// up in the series cache), and only its value (and timestamp) is read,
+// with strconv. A comment line seen before,
 // byte for byte, is known to be valid and is skipped. Anything else goes
 // through textparse: a new series or comment line alone (parseLine), or,
 // when that is not enough (a quoted string across lines, an error, a NUL
 // that ends the body), the rest of the body (rest).
 //
-// Why a cache hit is sound: a key of the series cache is exactly what
-// textparse's PromParser returned as a series, so it is a complete series
+// Why a hit is sound: a key of the series cache (and the arena's text of
+// a slot that is not dead, which is such a key) is exactly what textparse's
+// PromParser returned as a series, so it is a complete series
 // (ending with its name or its closing brace) that the lexer reads the
 // same way whatever follows it. When a line starts with a key, followed by
 // blanks, a value of the characters [0-9A-Za-z.+-], optionally blanks and
@@ -41,21 +44,27 @@ type mark struct {
 
 // rebuildArena copies the text of every series read in this body, in
 // order, into the arena, for the next body's guesses. Nothing to do when
-// every line was read as the guess said: the arena already holds it.
+// every series read has its text in the arena and few lines were not
+// where the guess said (a series repeated in a body, for one, moves the
+// guess every time: that alone does not rebuild).
 func (p *Parser) rebuildArena(body []byte) {
-	if p.rebuild {
+	if p.rebuild || p.misses > len(p.marks)/16 {
 		p.agen++
-		p.arena = p.arena[:0]
-		if c := cap(p.arena); c > 2*len(body) && c > 1<<20 {
-			p.arena = nil // the body shrank for good: do not keep the old size
+		n := 0
+		for _, m := range p.marks {
+			n += int(m.end - m.start)
 		}
+		if c := cap(p.arena); c < n || c > 2*n && c > 1<<20 {
+			p.arena = make([]byte, 0, n) // grown once, or shrunk for good
+		}
+		p.arena = p.arena[:0]
 		for _, m := range p.marks {
 			m.s.at, m.s.alen, m.s.agen = int32(len(p.arena)), m.end-m.start, p.agen
 			p.arena = append(p.arena, body[m.start:m.end]...)
 		}
 	}
 	p.marks = p.marks[:0]
-	p.rebuild = false
+	p.rebuild, p.misses = false, 0
 }
 
 // commentSlot is a comment line that textparse accepted.
@@ -230,7 +239,11 @@ func (p *Parser) fastSample(line []byte, off int) bool {
 		if s = p.cache[string(key)]; s == nil {
 			return false
 		}
-		p.rebuild = true
+		if s.agen != p.agen {
+			p.rebuild = true // a series with no text in the arena
+		} else {
+			p.misses++ // in the arena, elsewhere: a line moved or repeated
+		}
 	}
 	p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
 	p.follow(s)
