@@ -128,7 +128,6 @@ func footprint(b *testing.B, engines int, engineBody []byte, dead, hanging int, 
 	b.ReportMetric(procStatusMiB(b, pid, "VmHWM"), "peak-rss-MiB")
 }
 
-
 // cpuTimes is a process's user and system CPU time in seconds.
 func cpuTimes(tb testing.TB, pid int) (user, sys float64) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
