@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 
@@ -47,16 +48,39 @@ type Parser struct {
 	// next sweep must look at everything.
 	dirty bool
 
+	// slowOnly turns the text fast path off (tests compare the two).
+	slowOnly bool
+	// cacheText: what cache and comments hold was learnt from text-format
+	// bodies (the fast path's condition for trusting it).
+	cacheText bool
+	// comments are the comment lines (HELP, TYPE, others) that textparse
+	// accepted, whole with their newline, for the fast path.
+	comments map[string]*commentSlot
+	scratch  []byte // a line with its TYPE context, for textparse
+
 	// per-parse state
-	learnt       []string // series first seen in this parse
-	seen         int
-	dropped      int
-	droppedModel string
-	procStart    float64
-	procSeen     bool
-	dupes        int
-	dupeSeries   string
-	errs         []error
+	learnt         []string // series first seen in this parse
+	learntComments []string // comment lines first seen in this parse
+	entries        int      // entries read, as textparse counts them
+	last           []byte   // the last series read, for error messages
+	cseen          int      // distinct comment lines seen
+	head           slot     // before the first series: head.next is a guess
+	prev           *slot    // the slot of the last series read
+	arena          []byte   // the last text body's series, in order (see slot)
+	agen           uint32   // the arena's generation
+	marks          []mark   // the series read in this body, for the arena
+	rebuild        bool     // a series read has no text in the arena: rebuild it
+	misses         int      // series found elsewhere than guessed
+	fastHits       int      // lines the fast path read (for tests)
+	mtype          model.MetricType
+	seen           int
+	dropped        int
+	droppedModel   string
+	procStart      float64
+	procSeen       bool
+	dupes          int
+	dupeSeries     string
+	errs           []error
 }
 
 // slot is what the parser learnt about one series the first time it saw it.
@@ -70,6 +94,17 @@ type slot struct {
 	over   string
 	canon  string // the series' sorted labels, its key in Parser.canon
 	err    error  // the series is unusable; reported on every parse
+	// next is the slot of the series that followed this one in the last
+	// body, and at and alen where that body's text of this series is in
+	// the parser's arena (of generation agen): the fast path checks that
+	// guess before it hashes a line. dead: the slot left the cache (or one
+	// of its spellings did), so it is no longer a guess to trust; while a
+	// slot is not dead, the text in the arena is a key of the cache that
+	// leads to this slot.
+	next     *slot
+	at, alen int32
+	agen     uint32
+	dead     bool
 }
 
 // NewParser returns a parser for one engine.
@@ -82,12 +117,14 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 		opts.DefaultModel = "unknown"
 	}
 	return &Parser{
-		tab:    tab,
-		opts:   opts,
-		st:     labels.NewSymbolTable(),
-		cache:  map[string]*slot{},
-		canon:  map[string]*slot{},
-		models: map[string]*modelAcc{},
+		tab:      tab,
+		opts:     opts,
+		st:       labels.NewSymbolTable(),
+		cache:    map[string]*slot{},
+		canon:    map[string]*slot{},
+		comments: map[string]*commentSlot{},
+		agen:     1, // a new slot's generation, 0, is never the arena's
+		models:   map[string]*modelAcc{},
 	}, nil
 }
 
@@ -107,6 +144,9 @@ const deadlineEvery = 1024
 // OpenMetrics 1.0 (empty means text). A malformed body is an error and
 // yields no snapshot; a family that is present but unusable (a histogram
 // cut short) is left out and reported in Snapshot.Errors.
+//
+// A text body takes a fast path line by line (see parseText); OpenMetrics
+// and every line the fast path does not know go through textparse.
 func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapshot.Snapshot, error) {
 	tp, err := textparse.New(body, contentType, p.st, textparse.ParserOptions{
 		FallbackContentType:     "text/plain",
@@ -115,42 +155,103 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	if tp == nil {
 		return nil, fmt.Errorf("unsupported content type: %w", err)
 	}
+	_, text := tp.(*textparse.PromParser)
+	// The fast path keeps offsets in int32: a body past 2 GiB (a cap set
+	// that high) is read by textparse alone.
+	text = text && !p.slowOnly && len(body) <= math.MaxInt32
+	if text != p.cacheText && !p.slowOnly {
+		// What the cache holds was learnt from the other format: the fast
+		// path may trust only series and comments the text lexer accepted.
+		p.resetCache()
+		p.cacheText = text
+	}
 	p.begin()
-	var last []byte
-	entries := 0
+	defer func() { p.last = nil }() // a slice of body: do not keep it
+	if text {
+		if err = p.parseText(body); err != nil {
+			p.marks, p.rebuild, p.misses = p.marks[:0], false, 0
+		}
+	} else {
+		err = p.readEntries(tp, 0)
+	}
+	if err != nil {
+		p.forgetLearnt()
+		return nil, err
+	}
+	snap := p.finish(now)
+	if text {
+		p.rebuildArena(body)
+	}
+	return snap, nil
+}
+
+// resetCache forgets every learnt series and comment line (not the
+// models' accumulators): the next parse learns them again.
+func (p *Parser) resetCache() {
+	if len(p.cache) == 0 && len(p.comments) == 0 {
+		return
+	}
+	p.cache = map[string]*slot{}
+	p.canon = map[string]*slot{}
+	p.comments = map[string]*commentSlot{}
+	p.head.next = nil
+	p.agen++
+	p.dirty = true
+}
+
+// readEntries is textparse's loop over tp, whose first skip entries were
+// read already (by the fast path).
+func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 	for {
 		et, err := tp.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			p.forgetLearnt()
-			return nil, p.syntaxError(err, entries, last)
+			return p.syntaxError(err)
 		}
-		entries++
-		if entries%deadlineEvery == 0 && !p.deadline.IsZero() && time.Now().After(p.deadline) {
-			p.forgetLearnt()
-			return nil, fmt.Errorf("parsing stopped after %d entries: %w", entries, context.DeadlineExceeded)
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if err := p.count(); err != nil {
+			return err
 		}
 		if et != textparse.EntrySeries {
 			continue
 		}
 		series, _, v := tp.Series()
-		last = series
+		p.last = series
 		s := p.cache[string(series)]
 		if s == nil {
 			s = p.learn(tp, series)
 		}
+		p.follow(s)
 		p.apply(s, v, series)
 	}
-	return p.finish(now), nil
 }
 
-func (p *Parser) syntaxError(err error, entries int, last []byte) error {
-	if last == nil {
-		return fmt.Errorf("malformed exposition at entry %d (before any sample): %w", entries+1, err)
+// follow records that s comes after the previous series, as a guess for
+// the next body.
+func (p *Parser) follow(s *slot) {
+	p.prev.next = s
+	p.prev = s
+}
+
+// count counts one entry read and looks at the clock every deadlineEvery.
+func (p *Parser) count() error {
+	p.entries++
+	if p.entries%deadlineEvery == 0 && !p.deadline.IsZero() && time.Now().After(p.deadline) {
+		return fmt.Errorf("parsing stopped after %d entries: %w", p.entries, context.DeadlineExceeded)
 	}
-	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", entries+1, last, err)
+	return nil
+}
+
+func (p *Parser) syntaxError(err error) error {
+	if p.last == nil {
+		return fmt.Errorf("malformed exposition at entry %d (before any sample): %w", p.entries+1, err)
+	}
+	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", p.entries+1, p.last, err)
 }
 
 // forgetLearnt drops the series first seen in a parse that failed, so that
@@ -158,16 +259,26 @@ func (p *Parser) syntaxError(err error, entries int, last []byte) error {
 func (p *Parser) forgetLearnt() {
 	p.dirty = p.dirty || len(p.learnt) > 0
 	for _, k := range p.learnt {
-		if s := p.cache[k]; s != nil && s.canon != "" && p.canon[s.canon] == s {
+		s := p.cache[k]
+		if s != nil && s.canon != "" && p.canon[s.canon] == s {
 			delete(p.canon, s.canon)
 		}
+		if s != nil {
+			s.dead = true
+		}
 		delete(p.cache, k)
+	}
+	for _, k := range p.learntComments {
+		delete(p.comments, k)
 	}
 }
 
 func (p *Parser) begin() {
 	p.gen++
 	p.learnt = p.learnt[:0]
+	p.learntComments = p.learntComments[:0]
+	p.entries, p.last, p.cseen, p.fastHits = 0, nil, 0, 0
+	p.prev = &p.head
 	p.seen, p.dropped, p.droppedModel = 0, 0, ""
 	p.procStart, p.procSeen = 0, false
 	p.dupes, p.dupeSeries = 0, ""
@@ -176,13 +287,14 @@ func (p *Parser) begin() {
 
 // learn classifies a series seen for the first time.
 func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
-	p.learnt = append(p.learnt, string(series))
+	key := string(series)
+	p.learnt = append(p.learnt, key)
 	tp.Labels(&p.lbls)
 	canon := p.lbls.String()
 	if s := p.canon[canon]; s != nil {
 		// The same series spelt differently (labels in another order):
 		// one slot, so that the second sample is seen as a duplicate.
-		p.cache[string(series)] = s
+		p.cache[key] = s
 		return s
 	}
 	s := &slot{bucket: -1, canon: canon}
@@ -190,12 +302,12 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	name := p.lbls.Get(labels.MetricName)
 	if name == "process_start_time_seconds" {
 		s.proc = true
-		p.cache[string(series)] = s
+		p.cache[key] = s
 		return s
 	}
 	ref, ok := p.tab.samples[name]
 	if !ok {
-		p.cache[string(series)] = s
+		p.cache[key] = s
 		return s
 	}
 	model := ""
@@ -219,7 +331,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	if acc == nil {
 		if p.opts.ModelLimit > 0 && len(p.models) >= p.opts.ModelLimit {
 			s.over = model
-			p.cache[string(series)] = s
+			p.cache[key] = s
 			return s
 		}
 		acc = newModelAcc(model, len(p.tab.sources))
@@ -244,7 +356,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			s.bucket = i
 		}
 	}
-	p.cache[string(series)] = s
+	p.cache[key] = s
 	return s
 }
 
@@ -303,6 +415,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 	snap.Errors = p.errs
 	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
 	p.sweep()
+	p.sweepComments()
 	return snap
 }
 
@@ -314,11 +427,13 @@ func (p *Parser) sweep() {
 	for k, s := range p.cache {
 		if s.gen != p.gen {
 			delete(p.cache, k)
+			s.dead = true
 		}
 	}
 	for k, s := range p.canon {
 		if s.gen != p.gen {
 			delete(p.canon, k)
+			s.dead = true
 		}
 	}
 	removed := false
@@ -335,6 +450,7 @@ func (p *Parser) sweep() {
 			if s.over != "" {
 				delete(p.cache, k)
 				delete(p.canon, s.canon)
+				s.dead = true
 			}
 		}
 	}
@@ -389,6 +505,7 @@ func (p *Parser) compactBounds() {
 		for raw, s := range p.cache {
 			if drop[s] {
 				delete(p.cache, raw)
+				s.dead = true
 			}
 		}
 	}

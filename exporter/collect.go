@@ -20,6 +20,7 @@ func (e *Exporter) emitSeries(s collector.Sink) {
 		t.emit(s)
 		e.costSeries(cfg, t, len(targets), s)
 	}
+	e.self.emit(s)
 }
 
 // emit sends the target's series under its lock.

@@ -26,7 +26,7 @@ func (e *Exporter) SetDiscovered(ts []config.Target) error {
 		return nil
 	}
 	err := e.apply(file)
-	e.render.now()
+	e.render.invalidate()
 	return err
 }
 

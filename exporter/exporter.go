@@ -1,7 +1,8 @@
 // Package exporter is the daemon: one collection goroutine per engine
-// target, a renderer that gathers and encodes the exposition once per
-// cycle, and the HTTP handlers that serve it. A Prometheus scrape of
-// /metrics only copies bytes; it never waits on an engine.
+// target, a renderer that gathers and encodes the exposition when
+// /metrics asks for it after something changed (at most once per change,
+// shared by the requests that arrive together), and the HTTP handlers
+// that serve it. A Prometheus scrape of /metrics never waits on an engine.
 package exporter
 
 import (
@@ -59,7 +60,7 @@ type Exporter struct {
 	targets  map[string]*target
 	ctx      context.Context
 	warned   map[string]bool
-	loops    sync.WaitGroup // renderer and GPU cycle
+	loops    sync.WaitGroup // GPU cycle
 
 	// fileCfg is the file's configuration alone, as last applied (cfg
 	// adds the discovered targets); guarded by mu. discovered are the
@@ -100,7 +101,7 @@ func New(opts Options) *Exporter {
 	e.series = newSeriesCache()
 	e.render = newRenderer(e.gatherer, func(use func([]*dto.MetricFamily, error)) {
 		e.series.gather(e.emitSeries, use)
-	}, e.self, e.logger)
+	}, e.self, e.logger, opts.Interval/4)
 	return e
 }
 
@@ -124,11 +125,6 @@ func (e *Exporter) Start(ctx context.Context, load Loader) error {
 	if err := e.Reload(load); err != nil {
 		return err
 	}
-	e.loops.Add(1)
-	go func() {
-		defer e.loops.Done()
-		e.render.loop(ctx, e.opts.Interval/4)
-	}()
 	if e.opts.GPU != nil {
 		e.loops.Add(1)
 		go func() {
@@ -140,7 +136,7 @@ func (e *Exporter) Start(ctx context.Context, load Loader) error {
 }
 
 // Wait returns once ctx has ended and every goroutine of the exporter
-// (targets, renderer, GPU cycle) has stopped, so that the GPU library can
+// (targets, GPU cycle) has stopped, so that the GPU library can
 // be closed safely after it.
 func (e *Exporter) Wait() {
 	<-e.ctx.Done()

@@ -55,6 +55,11 @@ func TestNoGoroutineOutlivesAReload(t *testing.T) {
 	if err := ex.Start(ctx, load); err != nil {
 		t.Fatal(err)
 	}
+	// Start returns once the loops are started, not once they run (a
+	// runnable goroutine that has not run yet shows no frame).
+	for deadline := time.Now().Add(5 * time.Second); targetLoops() != 21 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if got := targetLoops(); got != 21 {
 		t.Errorf("%d target loops after start, want 21", got)
 	}

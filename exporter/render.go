@@ -3,7 +3,6 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -34,8 +33,14 @@ type exposition struct {
 	gz      []byte
 }
 
-// renderer gathers and encodes once per collection cycle and serves the
-// bytes until the next render.
+// renderer gathers and encodes the exposition on demand: at most once per
+// change, when /metrics first asks for it after a target (or the GPU
+// cycle, or a reload) reported something new, instead of after every
+// collection cycle. Prometheus usually scrapes every 15–60 s while the
+// daemon collects every 5 s, so most eager renders were never read.
+// Requests that arrive together share one render (the others wait for
+// it and serve its bytes); a render reads the targets' last results and
+// never waits on an engine.
 type renderer struct {
 	g prometheus.Gatherer // the daemon's own series and the Go runtime's
 	// engines passes the engine, SLO and cost families (sorted by name)
@@ -44,55 +49,76 @@ type renderer struct {
 	self    *selfMetrics
 	logger  *slog.Logger
 	cur     atomic.Pointer[exposition]
-	wake    chan struct{}
+	// stale: something changed since the last render began; busy: a
+	// render is running (a request waits for it rather than serve the
+	// exposition it replaces).
+	stale   atomic.Bool
+	busy    atomic.Bool
+	minGap  time.Duration // between two renders a request may cause
 	lastOK  atomic.Bool
-	mu      sync.Mutex // one render at a time, so a newer one is never overwritten by an older
-	spare   []byte     // a retired exposition's plain buffer, for the next render (under mu)
+	mu      sync.Mutex   // one render at a time, so a newer one is never overwritten by an older
+	last    atomic.Int64 // when the last render began (Unix ns); 0: render on the next request
+	renders int64        // renders so far (under mu), for tests
+	spare   []byte       // a retired exposition's plain buffer, for the next render (under mu)
 	zmu     sync.Mutex
 	zw      *gzip.Writer // reused: a new one allocates and clears about 1 MB of tables
 	spareGz []byte       // a retired exposition's gzip buffer (under zmu)
 	lastGz  int
 }
 
-func newRenderer(g prometheus.Gatherer, engines func(func([]*dto.MetricFamily, error)), self *selfMetrics, logger *slog.Logger) *renderer {
-	r := &renderer{g: g, engines: engines, self: self, logger: logger, wake: make(chan struct{}, 1)}
+// newRenderer returns a renderer that renders on a request at most once
+// per minGap (a quarter of the collection interval in the daemon: several
+// targets finishing one after the other cost one render when a scraper
+// reads often).
+func newRenderer(g prometheus.Gatherer, engines func(func([]*dto.MetricFamily, error)), self *selfMetrics, logger *slog.Logger, minGap time.Duration) *renderer {
+	r := &renderer{g: g, engines: engines, self: self, logger: logger, minGap: minGap}
 	r.lastOK.Store(true)
 	r.cur.Store(&exposition{})
 	return r
 }
 
-// request asks for a render soon; requests made while one is pending
-// coalesce.
-func (r *renderer) request() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+// request says that something changed: the next request of /metrics
+// renders, unless the last render is younger than minGap.
+func (r *renderer) request() { r.stale.Store(true) }
+
+// invalidate says that something changed that the next request must see
+// whatever the gap (a reload).
+func (r *renderer) invalidate() {
+	r.last.Store(0)
+	r.stale.Store(true)
 }
 
-// loop renders on request, at most once per minGap, so that several
-// targets finishing together cost one render.
-func (r *renderer) loop(ctx context.Context, minGap time.Duration) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
+// current returns the exposition to serve, rendering it first when it is
+// stale. Only one request renders; the others wait on mu and then find it
+// fresh.
+func (r *renderer) current() *exposition {
+	if r.stale.Load() || r.busy.Load() {
+		r.mu.Lock()
+		if last := r.last.Load(); r.stale.Load() && (last == 0 || time.Since(time.Unix(0, last)) >= r.minGap) {
+			r.render()
 		}
-		r.now()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(minGap):
-		}
+		r.mu.Unlock()
 	}
+	return r.cur.Load()
 }
 
 // now gathers and encodes immediately.
 func (r *renderer) now() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.render()
+}
+
+// render gathers and encodes; mu is held.
+func (r *renderer) render() {
 	start := time.Now()
+	// Cleared before gathering: a change during the render marks the
+	// next one stale again.
+	r.busy.Store(true) // before stale is cleared: a request sees one or the other
+	defer r.busy.Store(false)
+	r.stale.Store(false)
+	r.last.Store(start.UnixNano())
+	r.renders++
 	mfs, err := r.g.Gather()
 	last := r.cur.Load()
 	plain := bytes.NewBuffer(r.spare[:0])
@@ -163,7 +189,7 @@ func (r *renderer) retire(x *exposition) {
 	}
 }
 
-// ServeHTTP writes the last rendered exposition.
+// ServeHTTP writes the exposition, rendered first if it is stale.
 func (r *renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
@@ -172,8 +198,7 @@ func (r *renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if gz {
 		h.Set("Content-Encoding", "gzip")
 	}
-	for {
-		x := r.cur.Load()
+	for x := r.current(); ; x = r.cur.Load() {
 		x.mu.RLock()
 		if x.retired {
 			// Replaced and taken back since the Load: a newer one is current.

@@ -65,7 +65,7 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // whole exposition: it parses, and its two families carry the same value.
 func TestServeWhileRenderingIsNeverTorn(t *testing.T) {
 	self := newSelfMetrics(prometheus.NewRegistry())
-	r := newRenderer(&counterGatherer{}, nil, self, slog.New(slog.DiscardHandler))
+	r := newRenderer(&counterGatherer{}, nil, self, slog.New(slog.DiscardHandler), 0)
 	r.now()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -98,13 +98,113 @@ func TestServeWhileRenderingIsNeverTorn(t *testing.T) {
 			}
 		}()
 	}
-	for range 300 {
-		r.now()
+	// Renders back to back, half of them asked for by the readers
+	// themselves (on demand: the first reader after a change renders).
+	for i := range 300 {
+		if i%2 == 0 {
+			r.now()
+		} else {
+			r.request()
+			time.Sleep(50 * time.Microsecond)
+		}
 	}
 	stop.Store(true)
 	wg.Wait()
 	if bodies.Load() < 4 {
 		t.Fatalf("only %d bodies read", bodies.Load())
+	}
+	r.mu.Lock()
+	renders := r.renders
+	r.mu.Unlock()
+	if renders <= 151 {
+		t.Errorf("%d renders: the readers rendered none of the 150 asked for", renders)
+	}
+}
+
+// scrapeOnce reads the renderer as a Prometheus scrape does and returns
+// the body.
+func scrapeOnce(r *renderer) string {
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	return w.Body.String()
+}
+
+// The exposition is rendered when /metrics asks for it after a change,
+// not when the change happens; once per change; and a change within
+// minGap of the last render waits for the gap.
+func TestRenderOnDemand(t *testing.T) {
+	self := newSelfMetrics(prometheus.NewRegistry())
+	g := &counterGatherer{}
+	const gap = 200 * time.Millisecond
+	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), gap)
+	r.request() // a target reported
+	r.request() // and another
+	if n := g.n.Load(); n != 0 {
+		t.Fatalf("%d renders before anyone asked", n)
+	}
+	body := scrapeOnce(r)
+	if n := g.n.Load(); n != 1 || !strings.Contains(body, "} 1\n") {
+		t.Fatalf("after the first scrape: %d renders, want 1 (body of render 1)", n)
+	}
+	scrapeOnce(r)
+	if n := g.n.Load(); n != 1 {
+		t.Fatalf("a second scrape with nothing new rendered again: %d renders", n)
+	}
+	r.request()
+	if body := scrapeOnce(r); g.n.Load() != 1 || !strings.Contains(body, "} 1\n") {
+		t.Fatalf("a change within %v of the last render was rendered at once: %d renders", gap, g.n.Load())
+	}
+	time.Sleep(gap)
+	if body := scrapeOnce(r); g.n.Load() != 2 || !strings.Contains(body, "} 2\n") {
+		t.Fatalf("a change older than the gap: %d renders, want 2 (body of render 2)", g.n.Load())
+	}
+	// A reload is shown on the next scrape whatever the gap.
+	r.invalidate()
+	if body := scrapeOnce(r); g.n.Load() != 3 || !strings.Contains(body, "} 3\n") {
+		t.Fatalf("after invalidate: %d renders, want 3", g.n.Load())
+	}
+}
+
+// blockingGatherer holds every Gather until release is closed, and counts.
+type blockingGatherer struct {
+	counterGatherer
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *blockingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.counterGatherer.Gather()
+}
+
+// Scrapes that arrive while a render runs wait for it and serve its bytes:
+// 8 concurrent scrapes after one change cost one render.
+func TestConcurrentScrapesShareOneRender(t *testing.T) {
+	self := newSelfMetrics(prometheus.NewRegistry())
+	g := &blockingGatherer{entered: make(chan struct{}, 16), release: make(chan struct{})}
+	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), 0)
+	r.request()
+	var wg sync.WaitGroup
+	bodies := make([]string, 8)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bodies[i] = scrapeOnce(r)
+		}()
+	}
+	<-g.entered // one scrape renders; the others queue behind it
+	time.Sleep(50 * time.Millisecond)
+	close(g.release)
+	wg.Wait()
+	if n := g.n.Load(); n != 1 {
+		t.Errorf("%d renders for 8 concurrent scrapes of one change, want 1", n)
+	}
+	for i, b := range bodies {
+		if b != bodies[0] || !strings.Contains(b, "} 1\n") {
+			t.Errorf("scrape %d served another body: %.200q", i, b)
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func TestReloadAtScaleKeepsServing(t *testing.T) {
 	if n := len(ex.sortedTargets()); n != 6 {
 		t.Errorf("%d targets after the reload, want 6", n)
 	}
-	mfs, _ := ex.reg.Gather()
+	mfs, _ := ex.Gatherer().Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == "goodput_exporter_target_scrape_errors_total" && len(mf.Metric) != 6*len(collector.ScrapeReasons) {
 			t.Errorf("%d error-counter series after the reload, want 6 targets × %d reasons", len(mf.Metric), len(collector.ScrapeReasons))

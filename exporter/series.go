@@ -33,6 +33,8 @@ type seriesCache struct {
 	descs  map[*prometheus.Desc]*descEntry
 	errs   []error
 	out    []*dto.MetricFamily
+	head   cachedSeries  // before the first series: head.next is a guess
+	prev   *cachedSeries // the last series sent in this render
 }
 
 type seriesKey struct {
@@ -45,6 +47,12 @@ type cachedSeries struct {
 	fam *cachedFamily
 	key seriesKey
 	gen uint32
+	// next is the series sent after this one in the last render: emission
+	// order is stable, so checking that guess's key saves hashing it.
+	// gone: the series left the cache (a guess no longer to trust); while
+	// it is not gone, series[key] is this one.
+	next *cachedSeries
+	gone bool
 }
 
 type cachedFamily struct {
@@ -77,6 +85,7 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 	defer c.mu.Unlock()
 	c.gen++
 	c.errs = c.errs[:0]
+	c.prev = &c.head
 	for _, f := range c.fams {
 		f.seen = 0
 	}
@@ -87,6 +96,7 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 			f.members = slices.DeleteFunc(f.members, func(s *cachedSeries) bool {
 				if s.gen != c.gen {
 					delete(c.series, s.key)
+					s.gone = true
 					return true
 				}
 				return false
@@ -203,9 +213,19 @@ func (c *seriesCache) add(k seriesKey, old *cachedSeries, m prometheus.Metric) *
 	return s
 }
 
+// lookup finds the cached series of k: first the one sent after the
+// previous series in the last render, else through the map.
+func (c *seriesCache) lookup(k seriesKey) *cachedSeries {
+	if g := c.prev.next; g != nil && !g.gone && g.key == k {
+		return g
+	}
+	return c.series[k]
+}
+
 // mark records that s was sent in this render; a second send of the same
 // series is an error, as in the registry.
 func (c *seriesCache) mark(s *cachedSeries) bool {
+	c.prev.next, c.prev = s, s
 	if s.gen == c.gen {
 		c.twice(s.key) // not k: passing the key to fmt here would move it to the heap on every call
 		return false
@@ -222,7 +242,7 @@ func (c *seriesCache) twice(k seriesKey) {
 // Sample implements collector.Sink.
 func (c *seriesCache) Sample(desc *prometheus.Desc, typ prometheus.ValueType, v float64, lv collector.LabelValues) {
 	k := seriesKey{desc, lv}
-	s := c.series[k]
+	s := c.lookup(k)
 	if s == nil {
 		if s = c.add(k, nil, collector.Metric(desc, typ, v, lv.Slice()...)); s == nil {
 			return
@@ -244,7 +264,7 @@ func (c *seriesCache) Sample(desc *prometheus.Desc, typ prometheus.ValueType, v 
 // Histogram implements collector.Sink.
 func (c *seriesCache) Histogram(desc *prometheus.Desc, h *snapshot.Histogram, lv collector.LabelValues) {
 	k := seriesKey{desc, lv}
-	s := c.series[k]
+	s := c.lookup(k)
 	if s == nil || !sameBounds(s.m.Histogram, h) {
 		if s = c.add(k, s, collector.HistogramMetric(desc, h, lv.Slice()...)); s == nil {
 			return

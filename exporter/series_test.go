@@ -286,3 +286,52 @@ func TestSteadyRenderAllocations(t *testing.T) {
 		t.Errorf("%d series cost %.0f allocations per gather, want at most 200", series, allocs)
 	}
 }
+
+// The cache guesses each series from the order of the last render; the
+// guess must never give another series' entry. Series sent in another
+// order, one that leaves and comes back, and a new one in between: each
+// render is what a fresh cache (no guesses) gives for the same series,
+// and its values are the ones sent (worked by hand in want).
+func TestSeriesCacheGuessesNeverMislead(t *testing.T) {
+	a := prometheus.NewDesc("a", "a", []string{"x"}, nil)
+	b := prometheus.NewDesc("b", "b", []string{"x"}, nil)
+	type sample struct {
+		d *prometheus.Desc
+		x string
+		v float64
+	}
+	renders := []struct {
+		send []sample
+		want string
+	}{
+		{[]sample{{a, "1", 1}, {a, "2", 2}, {b, "1", 3}}, "a{x=\"1\"} 1\na{x=\"2\"} 2\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 3\n"},
+		{[]sample{{b, "1", 4}, {a, "2", 5}, {a, "1", 6}}, "a{x=\"1\"} 6\na{x=\"2\"} 5\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 4\n"},
+		{[]sample{{a, "1", 7}, {b, "1", 8}}, "a{x=\"1\"} 7\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 8\n"},
+		{[]sample{{a, "1", 10}, {a, "2", 9}, {a, "3", 12}, {b, "1", 11}}, "a{x=\"1\"} 10\na{x=\"2\"} 9\na{x=\"3\"} 12\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 11\n"},
+		{[]sample{{a, "1", 13}, {a, "2", 14}, {a, "3", 15}, {b, "1", 16}}, "a{x=\"1\"} 13\na{x=\"2\"} 14\na{x=\"3\"} 15\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 16\n"},
+	}
+	render := func(c *seriesCache, send []sample) string {
+		var out string
+		c.gather(func(s collector.Sink) {
+			for _, x := range send {
+				s.Sample(x.d, prometheus.GaugeValue, x.v, collector.Labels(x.x))
+			}
+		}, func(mfs []*dto.MetricFamily, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = encodeFamilies(t, mfs)
+		})
+		return out
+	}
+	c := newSeriesCache()
+	for i, r := range renders {
+		got := render(c, r.send)
+		if fresh := render(newSeriesCache(), r.send); got != fresh {
+			t.Fatalf("render %d:\n%s\na fresh cache:\n%s", i, got, fresh)
+		}
+		if want := "# HELP a a\n# TYPE a gauge\n" + r.want; got != want {
+			t.Fatalf("render %d:\n%s\nwant:\n%s", i, got, want)
+		}
+	}
+}

@@ -33,6 +33,7 @@ type target struct {
 	scraper *collector.Scraper
 	logger  *slog.Logger
 	ex      *Exporter
+	ctr     *targetCounters // its own series (see selfMetrics)
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -176,7 +177,7 @@ func (t *target) reconfigure(slos []goodput.SLO) {
 func (t *target) start(parent context.Context, interval time.Duration, noJitter bool) {
 	ctx, cancel := context.WithCancel(parent)
 	t.cancel, t.done = cancel, make(chan struct{})
-	t.ex.self.init(t.cfg.Name)
+	t.ctr = t.ex.self.init(t.cfg.Name)
 	go t.loop(ctx, interval, noJitter)
 }
 
@@ -224,14 +225,16 @@ func (t *target) loop(ctx context.Context, interval time.Duration, noJitter bool
 }
 
 func (t *target) scrape(ctx context.Context) {
+	if t.ctr == nil { // a target scraped without start (tests)
+		t.ctr = t.ex.self.init(t.cfg.Name)
+	}
 	start := time.Now()
 	snap, res, err := t.scraper.Scrape(ctx)
 	if ctx.Err() != nil {
 		return // shutting down or reconfigured: not the engine's fault
 	}
 	elapsed := time.Since(start)
-	self := t.ex.self
-	self.scrapeDuration.WithLabelValues(t.cfg.Name).Set(elapsed.Seconds())
+	t.ctr.scraped(elapsed.Seconds())
 	reason := ""
 	if err != nil {
 		reason = collector.ReasonConnect
@@ -239,11 +242,11 @@ func (t *target) scrape(ctx context.Context) {
 		if errors.As(err, &se) {
 			reason = se.Reason
 		}
-		self.scrapeErrors.WithLabelValues(t.cfg.Name, reason).Inc()
+		t.ctr.scrapeError(reason)
 	}
 	// A body was read (an empty one too) unless the fetch itself failed.
 	if err == nil || reason == collector.ReasonParse || reason == collector.ReasonUnknownEngine {
-		self.bodyBytes.WithLabelValues(t.cfg.Name).Set(float64(res.Bytes))
+		t.ctr.bodySize(float64(res.Bytes))
 	}
 	if res.Detected != "" {
 		t.logger.Info("engine detected", "engine", res.Detected, "url", t.cfg.URL)
@@ -277,7 +280,7 @@ func (t *target) scrape(ctx context.Context) {
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
 		t.discontinuities()
 		if snap.Duplicates > 0 {
-			self.duplicates.WithLabelValues(t.cfg.Name).Add(float64(snap.Duplicates))
+			t.ctr.duplicated(snap.Duplicates)
 			if !prev.duplicates {
 				t.logger.Warn("the engine's body repeats series; the first sample of each is kept", "duplicates", snap.Duplicates, "first", snap.DuplicateSeries)
 			}
@@ -311,7 +314,7 @@ func (t *target) scrape(ctx context.Context) {
 func (t *target) discontinuities() {
 	t.updates++
 	for _, d := range t.tracker.Discontinuities() {
-		t.ex.self.discontinuities.WithLabelValues(t.cfg.Name, d.Kind).Inc()
+		t.ctr.discontinuity(d.Kind)
 		key := d.Model + "\x00" + d.Series + "\x00" + d.Kind
 		last, seen := t.discSeen[key]
 		if t.discSeen == nil {

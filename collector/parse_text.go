@@ -1,0 +1,349 @@
+package collector
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// The text format's fast path, in the spirit of Prometheus' scrape cache:
+// a line whose series text (everything before the value) was learnt from
+// an earlier body is recognised without running the lexer (compared with
+// the series that followed the previous one in the last body, else looked
+// up in the series cache), and only its value (and timestamp) is read,
+// with strconv. A comment line seen before,
+// byte for byte, is known to be valid and is skipped. Anything else goes
+// through textparse: a new series or comment line alone (parseLine), or,
+// when that is not enough (a quoted string across lines, an error, a NUL
+// that ends the body), the rest of the body (rest).
+//
+// Why a hit is sound: a key of the series cache (and the arena's text of
+// a slot that is not dead, which is such a key) is exactly what textparse's
+// PromParser returned as a series, so it is a complete series
+// (ending with its name or its closing brace) that the lexer reads the
+// same way whatever follows it. When a line starts with a key, followed by
+// blanks, a value of the characters [0-9A-Za-z.+-], optionally blanks and
+// a timestamp of digits, then optional blanks and its newline, textparse
+// would read the same series, value and timestamp from it: its value token
+// is the longest run without '{', blanks or newline, its timestamp a run
+// of digits. Every other shape goes to textparse, which gives the value or
+// the error. The lexer needs no context from earlier lines except the
+// last TYPE (it normalises le and quantile labels of histograms and
+// summaries when a series is learnt), which the fast path tracks and
+// hands to textparse.
+
+// mark is a series read in this body: its slot and where its text is.
+type mark struct {
+	s          *slot
+	start, end int32
+}
+
+// rebuildArena copies the text of every series read in this body, in
+// order, into the arena, for the next body's guesses. Nothing to do when
+// every series read has its text in the arena and few lines were not
+// where the guess said (a series repeated in a body, for one, moves the
+// guess every time: that alone does not rebuild).
+func (p *Parser) rebuildArena(body []byte) {
+	if p.rebuild || p.misses > len(p.marks)/16 {
+		p.agen++
+		n := 0
+		for _, m := range p.marks {
+			n += int(m.end - m.start)
+		}
+		if c := cap(p.arena); c < n || c > 2*n && c > 1<<20 {
+			p.arena = make([]byte, 0, n) // grown once, or shrunk for good
+		}
+		p.arena = p.arena[:0]
+		for _, m := range p.marks {
+			m.s.at, m.s.alen, m.s.agen = int32(len(p.arena)), m.end-m.start, p.agen
+			p.arena = append(p.arena, body[m.start:m.end]...)
+		}
+	}
+	p.marks = p.marks[:0]
+	p.rebuild, p.misses = false, 0
+}
+
+// commentSlot is a comment line that textparse accepted.
+type commentSlot struct {
+	gen   uint32
+	mtype model.MetricType // for a TYPE line, its type
+	typ   bool             // a TYPE line
+}
+
+// lineKind is what one line was.
+type lineKind uint8
+
+const (
+	lineBlank lineKind = iota
+	lineSample
+	lineComment
+	lineType
+)
+
+// parseText reads a body of the text format line by line.
+func (p *Parser) parseText(body []byte) error {
+	p.mtype = ""
+	typeAt, sinceType := -1, 0 // the last TYPE line, and entries after it
+	for off := 0; off < len(body); {
+		nl := bytes.IndexByte(body[off:], '\n')
+		if nl < 0 {
+			return p.rest(body, off, typeAt, sinceType)
+		}
+		line := body[off : off+nl+1]
+		kind, ok := p.fastLine(line, off)
+		if !ok {
+			p.rebuild = true
+			if kind, ok = p.parseLine(line, off); !ok {
+				return p.rest(body, off, typeAt, sinceType)
+			}
+		}
+		switch kind {
+		case lineBlank:
+		case lineType:
+			typeAt, sinceType = off, 0
+			if err := p.count(); err != nil {
+				return err
+			}
+		default:
+			sinceType++
+			if err := p.count(); err != nil {
+				return err
+			}
+		}
+		off += len(line)
+	}
+	return nil
+}
+
+// rest reads the body from off to its end with textparse alone, starting
+// at the last TYPE line (at typeAt, followed by sinceType entries already
+// read) so that textparse has the same context as over the whole body.
+func (p *Parser) rest(body []byte, off, typeAt, sinceType int) error {
+	p.rebuild = true
+	skip := 0
+	if typeAt >= 0 {
+		off, skip = typeAt, 1+sinceType
+	}
+	return p.readEntries(textparse.NewPromParser(body[off:], p.st, false), skip)
+}
+
+// fastLine reads a line it knows: blank, a comment line seen before, or a
+// sample of a learnt series in the shape described above. ok is false for
+// anything else, with nothing read.
+func (p *Parser) fastLine(line []byte, off int) (lineKind, bool) {
+	c := line[0]
+	switch {
+	case c == '#':
+		cs := p.comments[string(line)]
+		if cs == nil {
+			return 0, false
+		}
+		if cs.gen != p.gen {
+			cs.gen = p.gen
+			p.cseen++
+		}
+		p.fastHits++
+		if cs.typ {
+			p.mtype = cs.mtype
+			return lineType, true
+		}
+		return lineComment, true
+	case isNameStart(c):
+		return lineSample, p.fastSample(line, off)
+	case c == '\n' || c == ' ' || c == '\t':
+		for _, c := range line[:len(line)-1] {
+			if c != ' ' && c != '\t' {
+				return 0, false
+			}
+		}
+		return lineBlank, true
+	}
+	return 0, false
+}
+
+// fastSample reads a sample line whose series was learnt; the line starts
+// at off in the body.
+func (p *Parser) fastSample(line []byte, off int) bool {
+	end := 1
+	for isNameChar(line[end]) { // the line ends with '\n', which is not
+		end++
+	}
+	if line[end] == '{' {
+		// A value or timestamp has no '}': the series ends at the last one.
+		j := bytes.LastIndexByte(line, '}')
+		if j < end {
+			return false
+		}
+		end = j + 1
+	}
+	k := end
+	for line[k] == ' ' || line[k] == '\t' {
+		k++
+	}
+	if k == end {
+		return false
+	}
+	vs := k
+	for isValueChar(line[k]) {
+		k++
+	}
+	if k == vs {
+		return false
+	}
+	val := line[vs:k]
+	ws := k
+	for line[k] == ' ' || line[k] == '\t' {
+		k++
+	}
+	if line[k] != '\n' {
+		if k == ws {
+			return false
+		}
+		ts := k
+		for line[k] >= '0' && line[k] <= '9' {
+			k++
+		}
+		if k == ts {
+			return false
+		}
+		if _, err := strconv.ParseInt(string(line[ts:k]), 10, 64); err != nil {
+			return false
+		}
+		for line[k] == ' ' || line[k] == '\t' {
+			k++
+		}
+		if line[k] != '\n' {
+			return false
+		}
+	}
+	// textparse refuses hexadecimal floats (and '_', not a value char here).
+	if bytes.IndexByte(val, 'p') >= 0 || bytes.IndexByte(val, 'P') >= 0 {
+		return false
+	}
+	v, err := strconv.ParseFloat(string(val), 64)
+	if err != nil {
+		return false
+	}
+	// The series that followed the last one in the previous body, if it
+	// is this one: bodies come in the same order, and comparing with the
+	// guess's text in the arena (the last body's series, one after the
+	// other) reads memory in order, where hashing and comparing with the
+	// map's keys reads it all over the place.
+	key := line[:end]
+	s := p.prev.next
+	if s == nil || s.dead || s.agen != p.agen || int(s.alen) != len(key) || !bytes.Equal(p.arena[s.at:s.at+s.alen], key) {
+		if s = p.cache[string(key)]; s == nil {
+			return false
+		}
+		if s.agen != p.agen {
+			p.rebuild = true // a series with no text in the arena
+		} else {
+			p.misses++ // in the arena, elsewhere: a line moved or repeated
+		}
+	}
+	p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
+	p.follow(s)
+	if math.IsNaN(v) {
+		v = math.Float64frombits(value.NormalNaN) // as textparse does
+	}
+	series := line[:end]
+	p.last = series
+	p.fastHits++
+	p.apply(s, v, series)
+	return true
+}
+
+// parseLine reads one line with textparse, given the last TYPE as context:
+// a new series is learnt, a comment line remembered. ok is false when the
+// line is not one whole entry by itself (an error, a quoted string that
+// goes on to the next line, a NUL that ends the body): the caller then
+// reads the rest of the body with textparse.
+func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
+	buf := line
+	ctx := p.mtype == model.MetricTypeHistogram || p.mtype == model.MetricTypeSummary
+	if ctx {
+		p.scratch = append(append(append(p.scratch[:0], "# TYPE x "...), p.mtype...), '\n')
+		p.scratch = append(p.scratch, line...)
+		buf = p.scratch
+	}
+	tp := textparse.NewPromParser(buf, p.st, false)
+	if ctx {
+		if et, err := tp.Next(); err != nil || et != textparse.EntryType {
+			return 0, false
+		}
+	}
+	// Every entry ends with a newline, and the line has one, at its end:
+	// an entry read is the whole line.
+	et, err := tp.Next()
+	if err != nil {
+		return 0, false
+	}
+	switch et {
+	case textparse.EntrySeries:
+		series, _, v := tp.Series()
+		if len(series) > len(line) {
+			return 0, false
+		}
+		series = line[:len(series)] // the same bytes, in the body
+		p.last = series
+		s := p.cache[string(series)]
+		if s == nil {
+			s = p.learn(tp, series)
+		}
+		p.marks = append(p.marks, mark{s, int32(off), int32(off + len(series))})
+		p.follow(s)
+		p.apply(s, v, series)
+		return lineSample, true
+	case textparse.EntryType:
+		_, p.mtype = tp.Type()
+		p.learnComment(line, &commentSlot{mtype: p.mtype, typ: true})
+		return lineType, true
+	case textparse.EntryHelp, textparse.EntryComment:
+		p.learnComment(line, &commentSlot{})
+		return lineComment, true
+	}
+	return 0, false
+}
+
+func (p *Parser) learnComment(line []byte, cs *commentSlot) {
+	if old := p.comments[string(line)]; old != nil {
+		if old.gen != p.gen {
+			old.gen = p.gen
+			p.cseen++
+		}
+		return
+	}
+	k := string(line)
+	cs.gen = p.gen
+	p.cseen++
+	p.comments[k] = cs
+	p.learntComments = append(p.learntComments, k)
+}
+
+// sweepComments forgets comment lines that were not in this body.
+func (p *Parser) sweepComments() {
+	if p.cseen == len(p.comments) {
+		return
+	}
+	for k, cs := range p.comments {
+		if cs.gen != p.gen {
+			delete(p.comments, k)
+		}
+	}
+}
+
+func isNameStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'
+}
+
+func isNameChar(c byte) bool { return isNameStart(c) || c >= '0' && c <= '9' }
+
+// isValueChar: the characters of a float (digits, sign, point, exponent,
+// NaN and Inf spelt in any case); textparse reads more and refuses them.
+func isValueChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '+' || c == '-'
+}

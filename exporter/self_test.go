@@ -1,0 +1,91 @@
+package exporter
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
+)
+
+// The per-target series, now sent through the series cache, are byte for
+// byte what the registry gave when they were client_golang vectors: the
+// reference below is those vectors, registered and driven the way the
+// daemon drove them (every reason started at zero by init, the duration
+// and body size only once a scrape set them), for two targets, one of
+// them forgotten later, and a third never scraped.
+func TestTargetCountersMatchRegistry(t *testing.T) {
+	m := newSelfMetrics(prometheus.NewRegistry())
+	ref := prometheus.NewPedanticRegistry()
+	dur := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodput_exporter_target_scrape_duration_seconds", Help: "Duration of the last scrape of an engine target: fetch, parse and normalize."}, []string{"target"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_target_scrape_errors_total", Help: "Failed scrapes of an engine target by reason: timeout, connect, http_status, body_too_large, redirect, read, parse, unknown_engine, multiple_engines (the URL answers from more than one engine process)."}, []string{"target", "reason"})
+	body := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodput_exporter_target_body_bytes", Help: "Size of the last (decompressed) /metrics body read from an engine target."}, []string{"target"})
+	disc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_series_discontinuities_total", Help: "Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging)."}, []string{"target", "reason"})
+	dup := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_target_duplicate_samples_total", Help: "Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does."}, []string{"target"})
+	ref.MustRegister(dur, errs, body, disc, dup)
+	start := func(name string) *targetCounters {
+		for _, r := range collector.ScrapeReasons {
+			errs.WithLabelValues(name, r)
+		}
+		for _, k := range goodput.DiscontinuityKinds {
+			disc.WithLabelValues(name, k)
+		}
+		dup.WithLabelValues(name)
+		return m.init(name)
+	}
+	a, b, gone := start("a"), start(`b "quoted"\`), start("gone")
+	start("idle")
+	a.scraped(0.25)
+	dur.WithLabelValues("a").Set(0.25)
+	a.bodySize(81234)
+	body.WithLabelValues("a").Set(81234)
+	for range 3 {
+		b.scrapeError(collector.ReasonTimeout)
+		errs.WithLabelValues(`b "quoted"\`, collector.ReasonTimeout).Inc()
+	}
+	b.scrapeError("a reason added later")
+	errs.WithLabelValues(`b "quoted"\`, "a reason added later").Inc()
+	b.bodySize(0)
+	body.WithLabelValues(`b "quoted"\`).Set(0)
+	a.discontinuity(goodput.DiscontinuityGlitch)
+	disc.WithLabelValues("a", goodput.DiscontinuityGlitch).Inc()
+	a.duplicated(2)
+	dup.WithLabelValues("a").Add(2)
+	gone.scraped(1)
+	m.forget("gone")
+	for _, r := range collector.ScrapeReasons {
+		errs.DeleteLabelValues("gone", r)
+	}
+	for _, k := range goodput.DiscontinuityKinds {
+		disc.DeleteLabelValues("gone", k)
+	}
+	dup.DeleteLabelValues("gone")
+	// A target rebuilt under the same name keeps its counts.
+	if m.init("a") != a {
+		t.Error("init of a known name gave new counters")
+	}
+
+	want, err := ref.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newSeriesCache()
+	for i := range 2 { // learning, then steady
+		var got string
+		c.gather(m.emit, func(mfs []*dto.MetricFamily, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = encodeFamilies(t, mfs)
+		})
+		if w := encodeFamilies(t, want); got != w {
+			t.Fatalf("render %d:\n%s\nthe registry:\n%s", i, got, w)
+		}
+		if i == 1 {
+			promtool.CheckMetrics(t, []byte(got))
+		}
+	}
+}
