@@ -170,7 +170,7 @@ func scripted(t *testing.T, script map[Mode]func(i int) bool) *int {
 	i := new(int)
 	for m := range NumModes {
 		f := script[m]
-		rules[m] = func(*Signals, *Signals, bool, *Thresholds, *Objectives) (bool, string) {
+		rules[m] = func(*Signals, *Signals, bool, bool, *Thresholds, *Objectives) (bool, string) {
 			return f != nil && *i >= 0 && f(*i), "scripted"
 		}
 	}
