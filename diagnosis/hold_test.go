@@ -50,6 +50,14 @@ func TestHeldRules(t *testing.T) {
 		{KVMonopoly, "backlog, per-request cache x2, preempting", func(w *Signals) {
 			w.KVUsage, w.Running, w.Waiting, w.KVPerRunning, w.PreemptionsPerSecond = v(0.6), v(120), v(400), v(2*0.1/40), v(1)
 		}, false, false},
+		// A batch of 460 fills the cache: a short queue, TTFT broken.
+		{DecodeSaturation, "TPOT breached, TTFT broken by a short queue", func(w *Signals) {
+			w.DecodeAttainment, w.TTFTAttainment, w.Running, w.Waiting = v(0), v(0.6), v(460), v(19)
+		}, true, false},
+		{DecodeSaturation, "TPOT met at 0.95", func(w *Signals) { w.DecodeAttainment, w.TTFTAttainment = v(0.95), v(0.6) }, false, false},
+		{DecodeSaturation, "TPOT breached, preempting", func(w *Signals) {
+			w.DecodeAttainment, w.PreemptionsPerSecond = v(0), v(1)
+		}, false, false},
 	} {
 		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
 			w, b := base(), base()

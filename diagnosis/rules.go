@@ -129,17 +129,24 @@ func prefixCacheCollapse(w, b *Signals, baseReady, _ bool, th *Thresholds, _ *Ob
 // decode_saturation: the decode objective is breached while TTFT holds
 // and the queue is flat: the batch itself is too large. (Its size is
 // evidence, not a condition: with max_num_seqs raised the batch is set by
-// the load, far under the engine's cap.)
-func decodeSaturation(w, _ *Signals, _, _ bool, th *Thresholds, o *Objectives) (bool, string) {
+// the load, far under the engine's cap.) Once raised it holds while the
+// decode objective stays breached without preemption: a batch that
+// large fills the cache now and then, and the short queue that forms
+// while it does breaks TTFT for a minute; the cause is the same batch.
+func decodeSaturation(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bool, string) {
 	flat := !growing(w, th) && w.Waiting.OK && w.Running.OK && (w.Waiting.V <= th.FlatQueueShare*w.Running.V || w.Waiting.V < 1)
 	breach := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
 	if w.DecodePerToken {
 		breach = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency
 	}
 	ttftOK := w.TTFTAttainment.OK && w.TTFTAttainment.V >= th.TTFTHold
-	ok := breach && ttftOK && flat && !preempting(w, th)
-	return ok, fmt.Sprintf("decode attainment %.3f at %.0f ms (< %.3f; mean ITL %.1f ms where only per-token data), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)",
-		w.DecodeAttainment.V, 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V)
+	ok := breach && (ttftOK && flat || held) && !preempting(w, th)
+	hold := ""
+	if held {
+		hold = " (held while the decode objective is breached without preemption)"
+	}
+	return ok, fmt.Sprintf("decode attainment %.3f at %.0f ms (< %.3f; mean ITL %.1f ms where only per-token data), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)%s",
+		w.DecodeAttainment.V, 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V, hold)
 }
 
 // gpu_throttling: a thermal or hardware slowdown, or a low clock while
