@@ -151,3 +151,45 @@ func TestBaselineFrozenDuringEpisode(t *testing.T) {
 		t.Errorf("frozen spans %v remain once the baseline is past the episode", d.frozen)
 	}
 }
+
+// stalled advances the engine by a 5 s cycle in which 40 requests run
+// and no token comes out: engine_stall.
+func (e *engine) stalled() { e.running, e.waiting, e.kv = 40, 10, 0.1 }
+
+// The history stays bounded whatever the episodes: a stall for two hours
+// keeps the window and the baseline's healthy samples (5 minutes at 5 s:
+// 60, plus the 12 of the window), and one frozen span; stalls of 2
+// minutes every 4 minutes for two hours keep no more, and a frozen span
+// per episode within the kept history only.
+func TestFrozenHistoryBounded(t *testing.T) {
+	d, e := New(settings()), newEngine()
+	run(d, e, 0, 120, func(int) { e.healthy() })
+	vs := run(d, e, 120, 1440, func(int) { e.stalled() })
+	if !vs[len(vs)-1].Modes[EngineStall].Raised {
+		t.Fatalf("engine_stall not raised after two hours of stall: %s", vs[len(vs)-1].Modes[EngineStall].Evidence)
+	}
+	if n := len(d.hist); n > 12+61+1 {
+		t.Errorf("two hours of stall: %d samples kept, want at most %d", n, 12+61+1)
+	}
+	if len(d.frozen) != 1 {
+		t.Errorf("two hours of one stall: %d frozen spans, want 1", len(d.frozen))
+	}
+	d, e = New(settings()), newEngine()
+	run(d, e, 0, 120, func(int) { e.healthy() })
+	maxHist, maxFrozen := 0, 0
+	run(d, e, 120, 1440, func(i int) {
+		if (i/24)%2 == 0 {
+			e.stalled()
+		} else {
+			e.healthy()
+		}
+		maxHist, maxFrozen = max(maxHist, len(d.hist)), max(maxFrozen, len(d.frozen))
+	})
+	// Each healthy spell of 2 minutes gives the baseline about one: its
+	// first minute is judged with the stall still in the window, and
+	// those samples are the episode's. 5 minutes of baseline reach back
+	// over 5 or 6 stalls, a frozen span each.
+	if maxHist > 12+61+1 || maxFrozen > 6 {
+		t.Errorf("two hours of 2-minute stalls every 4 minutes: up to %d samples and %d frozen spans kept, want at most %d and 6", maxHist, maxFrozen, 12+61+1)
+	}
+}
