@@ -232,8 +232,8 @@ func RunFailMode(c Case, seed uint64, o FailModeOptions) ([]Outcome, error) {
 
 func traceLine(at time.Duration, v *diagnosis.Verdict) string {
 	w, b := &v.Window, &v.Baseline
-	return fmt.Sprintf("%4.0fs run %5.1f/%3.0f wait %6.1f slope %+6.2f kv %.2f pre %.2f ttftA %.3f decA %.3f itl %5.1fms (b %5.1f) ppr %5.0f (b %5.0f) hit %.3f (b %.3f) gen %5.0f clk %.2f thr %.2f err %.3f abort %.3f up %.2f raised %v",
-		at.Seconds(), w.Running.V, w.RunningCeiling.V, w.Waiting.V, w.WaitingSlope.V, w.KVUsage.V, w.PreemptionsPerSecond.V,
+	return fmt.Sprintf("%4.0fs run %5.1f/%3.0f wait %6.1f slope %+6.2f kv %.2f (per run %.4f, b %.4f) pre %.2f ttftA %.3f decA %.3f itl %5.1fms (b %5.1f) ppr %5.0f (b %5.0f) hit %.3f (b %.3f) gen %5.0f clk %.2f thr %.2f err %.3f abort %.3f up %.2f raised %v",
+		at.Seconds(), w.Running.V, w.RunningCeiling.V, w.Waiting.V, w.WaitingSlope.V, w.KVUsage.V, w.KVPerRunning.V, b.KVPerRunning.V, w.PreemptionsPerSecond.V,
 		w.TTFTAttainment.V, w.DecodeAttainment.V, 1000*w.DecodeMean.V, 1000*b.DecodeMean.V, w.PromptTokensPerRequest.V, b.PromptTokensPerRequest.V,
 		w.PrefixHitRatio.V, b.PrefixHitRatio.V, w.GenerationTokensPerSecond.V, w.GPUClockRatio.V, w.GPUThrottledShare.V, w.ErrorRatio.V, w.AbortRatio.V, w.UpShare.V, v.Raised())
 }

@@ -28,9 +28,11 @@ type DiagnosisThresholds struct {
 	CeilingShare         *float64  `yaml:"ceiling_share"`
 	FlatQueueShare       *float64  `yaml:"flat_queue_share"`
 	KVHigh               *float64  `yaml:"kv_high"`
+	KVHold               *float64  `yaml:"kv_hold"`
 	PreemptionRate       *float64  `yaml:"preemption_rate"`
 	MonopolyRunningShare *float64  `yaml:"monopoly_running_share"`
 	MonopolyKVJump       *float64  `yaml:"monopoly_kv_jump"`
+	MonopolyKVHold       *float64  `yaml:"monopoly_kv_hold"`
 	PromptJump           *float64  `yaml:"prompt_jump"`
 	DecodeJump           *float64  `yaml:"decode_jump"`
 	HitRatioFall         *float64  `yaml:"hit_ratio_fall"`
@@ -80,9 +82,11 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("ceiling_share", ratio, t.CeilingShare, &out.CeilingShare),
 		f("flat_queue_share", ratio, t.FlatQueueShare, &out.FlatQueueShare),
 		f("kv_high", ratio, t.KVHigh, &out.KVHigh),
+		f("kv_hold", ratio, t.KVHold, &out.KVHold),
 		f("preemption_rate", positive, t.PreemptionRate, &out.PreemptionRate),
 		f("monopoly_running_share", ratio, t.MonopolyRunningShare, &out.MonopolyRunningShare),
 		f("monopoly_kv_jump", factor, t.MonopolyKVJump, &out.MonopolyKVJump),
+		f("monopoly_kv_hold", factor, t.MonopolyKVHold, &out.MonopolyKVHold),
 		f("prompt_jump", factor, t.PromptJump, &out.PromptJump),
 		f("decode_jump", factor, t.DecodeJump, &out.DecodeJump),
 		f("hit_ratio_fall", ratio, t.HitRatioFall, &out.HitRatioFall),

@@ -62,6 +62,10 @@ type Diagnoser struct {
 		since       time.Time
 	}
 	verdict Verdict
+	// frozen are the spans of history, before the window, whose samples
+	// were dropped as episode samples: the baseline reaches back past
+	// them, so that it keeps Baseline of history outside any episode.
+	frozen []span
 	// bounds interns histogram layouts: every scrape parses its own copy,
 	// and the samples of the baseline would otherwise each keep one.
 	bounds [snapshot.NumHists][]float64
@@ -127,18 +131,64 @@ func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.D
 	return d.verdict
 }
 
-// prune drops samples older than the baseline and the window together,
-// and the bucket counts of samples older than the window.
+// span is a stretch of history, from one sample's time to a later one's.
+type span struct{ from, to time.Time }
+
+// prune drops the episode samples that left the window (recording the
+// time they covered in d.frozen), the samples older than the baseline
+// and the window together plus the frozen time after them, and the
+// bucket counts of samples older than the window.
 func (d *Diagnoser) prune(now time.Time) {
-	keep := now.Add(-(d.set.Window + d.set.Baseline))
-	i := 0
-	for i < len(d.hist) && d.hist[i].t.Before(keep) {
+	old := now.Add(-d.set.Window)
+	kept := d.hist[:0]
+	for k := range d.hist {
+		s := d.hist[k]
+		if s.episode && !s.t.After(old) {
+			from := s.t
+			if len(kept) > 0 {
+				from = kept[len(kept)-1].t
+			}
+			if n := len(d.frozen); n > 0 && !d.frozen[n-1].to.Before(from) {
+				d.frozen[n-1].to = s.t
+			} else {
+				d.frozen = append(d.frozen, span{from, s.t})
+			}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(d.hist[len(kept):])
+	d.hist = kept
+	// A sample stays while it is within Window+Baseline of now, the
+	// frozen time after it not counted.
+	var frozen time.Duration
+	for _, f := range d.frozen {
+		frozen += f.to.Sub(f.from)
+	}
+	i, j := 0, 0
+	for i < len(d.hist) {
+		for j < len(d.frozen) && d.frozen[j].from.Before(d.hist[i].t) {
+			frozen -= d.frozen[j].to.Sub(d.frozen[j].from)
+			j++
+		}
+		if !d.hist[i].t.Before(now.Add(-(d.set.Window + d.set.Baseline + frozen))) {
+			break
+		}
 		i++
 	}
 	if i > 0 {
 		d.hist = append(d.hist[:0], d.hist[i:]...)
 	}
-	old := now.Add(-d.set.Window)
+	// Frozen spans before the oldest sample no longer extend anything.
+	if len(d.hist) > 0 {
+		k := 0
+		for k < len(d.frozen) && d.frozen[k].to.Before(d.hist[0].t) {
+			k++
+		}
+		d.frozen = append(d.frozen[:0], d.frozen[k:]...)
+	} else {
+		d.frozen = d.frozen[:0]
+	}
 	for k := range d.hist {
 		if !d.hist[k].t.After(old) {
 			for h := range d.hist[k].hists {
@@ -183,7 +233,20 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 		if !v.Ready || len(sup[m]) > 0 {
 			continue
 		}
-		raw[m], why[m] = rules[m](&v.Window, &v.Baseline, baseReady, &d.set.Thresholds, &d.obj)
+		raw[m], why[m] = rules[m](&v.Window, &v.Baseline, baseReady, d.run[m].raised, &d.set.Thresholds, &d.obj)
+	}
+	// The baseline is what the target looks like outside an episode: the
+	// samples of a window in which any mode matches, and of every window
+	// while one is raised, never enter it. So a long incident does not
+	// become its own baseline and clear the modes that compare with it.
+	episode := false
+	for m := range NumModes {
+		episode = episode || raw[m] || d.run[m].raised
+	}
+	if episode {
+		for i := range win {
+			win[i].episode = true
+		}
 	}
 	// Precedence on the raw answers: a mode explained by another that
 	// matches or is raised does not count as matching.

@@ -170,7 +170,7 @@ func scripted(t *testing.T, script map[Mode]func(i int) bool) *int {
 	i := new(int)
 	for m := range NumModes {
 		f := script[m]
-		rules[m] = func(*Signals, *Signals, bool, *Thresholds, *Objectives) (bool, string) {
+		rules[m] = func(*Signals, *Signals, bool, bool, *Thresholds, *Objectives) (bool, string) {
 			return f != nil && *i >= 0 && f(*i), "scripted"
 		}
 	}
@@ -227,6 +227,7 @@ func TestPrecedence(t *testing.T) {
 		{"preemption explains a queue", []Mode{KVPreemption, QueueGrowth}, []Mode{KVPreemption}},
 		{"preemption explains a broken decode tail", []Mode{KVPreemption, DecodeSaturation}, []Mode{KVPreemption}},
 		{"a monopoly explains a queue", []Mode{KVMonopoly, QueueGrowth}, []Mode{KVMonopoly}},
+		{"a monopoly explains a prefill interference: its long contexts are long prompts", []Mode{KVMonopoly, PrefillInterference}, []Mode{KVMonopoly}},
 		{"prefill interference explains a decode tail", []Mode{PrefillInterference, DecodeSaturation}, []Mode{PrefillInterference}},
 		{"unrelated modes are both raised", []Mode{PrefixCacheCollapse, DecodeSaturation}, []Mode{PrefixCacheCollapse, DecodeSaturation}},
 	} {

@@ -5,7 +5,9 @@
 // the scrape failed) and the readings of the GPUs attributed to it, keeps
 // per-cycle samples, and computes the signals of the eight failure modes
 // over a short trailing window and over a baseline that trails it, lagged
-// by one window, so that an incident never becomes its own baseline:
+// by one window and fed only samples outside incidents (none from a
+// window in which a mode matched, none while one is raised), so that an
+// incident never becomes its own baseline:
 // queue depth and its slope, the running batch and its observed ceiling,
 // KV-cache usage, preemptions per second, the TTFT tail and the share of
 // it spent queueing, the decode (TPOT or ITL) tail, prompt tokens per
@@ -18,7 +20,9 @@
 // The classifier (rules.go) writes each mode as a rule over those signals
 // with named thresholds (Thresholds, defaults with the reason for each),
 // applies hysteresis (a mode is raised after Enter consecutive matching
-// judgements of the window and cleared after Leave clean ones), resolves
+// judgements of the window and cleared after Leave clean ones; a raised
+// mode is judged by its rule's hold condition where it has one, the
+// steady state of the same incident), resolves
 // two modes matching at once by a documented precedence (Explains), and
 // reports a mode whose signals the target's engine or GPU backend lacks as
 // unsupported rather than as a silent "no".

@@ -61,7 +61,10 @@ func ParseMode(s string) (Mode, bool) {
 //     prompt stalls are all slower steps.
 //   - kv_preemption explains a queue, a broken decode tail and a full
 //     cache with few running (the evicted requests wait).
-//   - kv_monopoly explains a queue (short requests cannot be admitted).
+//   - kv_monopoly explains a queue (short requests cannot be admitted)
+//     and a prefill interference: the long contexts that hold the cache
+//     are long prompts, whose prefill stalls everyone's decode steps, and
+//     its remedy (cap the context, a long-context pool) is the same.
 //   - prefill_interference explains a broken decode tail and a queue.
 //   - prefix_cache_collapse explains a queue and slower prompts: every
 //     prompt is computed again.
@@ -71,7 +74,7 @@ var Explains = map[Mode][]Mode{
 	EngineStall:         {QueueGrowth, KVPreemption, PrefillInterference, KVMonopoly, PrefixCacheCollapse, DecodeSaturation, GPUThrottling},
 	GPUThrottling:       {QueueGrowth, KVPreemption, PrefillInterference, DecodeSaturation, PrefixCacheCollapse},
 	KVPreemption:        {QueueGrowth, DecodeSaturation, KVMonopoly},
-	KVMonopoly:          {QueueGrowth},
+	KVMonopoly:          {QueueGrowth, PrefillInterference},
 	PrefillInterference: {QueueGrowth, DecodeSaturation},
 	PrefixCacheCollapse: {QueueGrowth, PrefillInterference},
 }

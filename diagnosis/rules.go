@@ -7,9 +7,11 @@ import (
 )
 
 // rule judges one mode over the window w against the baseline b (usable
-// when baseReady). It returns whether the mode matches and, either way,
-// the evidence in words.
-type rule func(w, b *Signals, baseReady bool, th *Thresholds, o *Objectives) (bool, string)
+// when baseReady); held is set while the mode is raised, when some rules
+// also match the steady state of their incident (a plateaued queue, a
+// cache that stays full), not only its onset. It returns whether the
+// mode matches and, either way, the evidence in words.
+type rule func(w, b *Signals, baseReady, held bool, th *Thresholds, o *Objectives) (bool, string)
 
 var rules = [NumModes]rule{
 	QueueGrowth:         queueGrowth,
@@ -36,16 +38,36 @@ func preempting(w *Signals, th *Thresholds) bool {
 }
 
 // queue_growth: waiting grows while the batch is at its ceiling and the
-// KV cache is below pressure (a full cache is a KV mode's queue).
-func queueGrowth(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+// KV cache is below pressure (a full cache is a KV mode's queue). Once
+// raised it holds while the queue stands: at its slope over the window
+// it would still hold QueueMinWaiting one window from now. Clients that
+// time out stop a queue's growth and churn the batch under its ceiling
+// (a request admitted just before its deadline is aborted within
+// steps), while the engine stays just as overloaded.
+func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bool, string) {
 	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
-	ok := growing(w, th) && atCeiling(w, th) && kvOK
+	ahead := w.Waiting.V + w.WaitingSlope.V*w.Span.Seconds()
+	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= th.QueueMinWaiting && ahead >= th.QueueMinWaiting
+	ok := (growing(w, th) && atCeiling(w, th) || standing) && kvOK
+	if held {
+		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %.2f (< %.2f)",
+			w.Waiting.V, w.WaitingSlope.V, ahead, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, w.KVUsage.V, th.KVHigh)
+	}
 	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %.2f (< %.2f)",
 		w.Waiting.V, w.WaitingSlope.V, th.QueueSlope, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, w.KVUsage.V, th.KVHigh)
 }
 
-// kv_preemption: the cache is full and the engine preempts.
-func kvPreemption(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+// kv_preemption: the cache is full and the engine preempts. Once raised
+// it holds while the cache stays at least KVHold full: under sustained
+// pressure preemptions come in bursts (clients that time out free the
+// cache for a while), yet the cache is still too small for the load.
+func kvPreemption(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bool, string) {
+	if held {
+		hold := min(th.KVHold, th.KVHigh)
+		ok := w.KVUsage.OK && w.KVUsage.V >= hold
+		return ok, fmt.Sprintf("KV usage %.2f (held while >= %.2f), %.2f preemptions/s (raised at >= %.2f with KV >= %.2f)",
+			w.KVUsage.V, hold, w.PreemptionsPerSecond.V, th.PreemptionRate, th.KVHigh)
+	}
 	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && preempting(w, th)
 	return ok, fmt.Sprintf("KV usage %.2f (>= %.2f), %.2f preemptions/s (>= %.2f)",
 		w.KVUsage.V, th.KVHigh, w.PreemptionsPerSecond.V, th.PreemptionRate)
@@ -53,7 +75,7 @@ func kvPreemption(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, s
 
 // prefill_interference: longer prompts than the baseline's and slower
 // token steps, without a growing queue.
-func prefillInterference(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+func prefillInterference(w, b *Signals, baseReady, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	if !baseReady || !b.PromptTokensPerRequest.OK || !b.DecodeMean.OK || b.PromptTokensPerRequest.V <= 0 || b.DecodeMean.V <= 0 {
 		return false, "no baseline yet"
 	}
@@ -65,19 +87,33 @@ func prefillInterference(w, b *Signals, baseReady bool, th *Thresholds, _ *Objec
 }
 
 // kv_monopoly: the cache is full, few run, others wait, no preemptions.
-func kvMonopoly(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+// Once raised it holds while a queue stands (QueueMinWaiting waiting)
+// and each running request still holds at least MonopolyKVHold times
+// its baseline share of the cache, without preemption: when long
+// requests end the cache empties for a while and the short requests
+// admitted then dilute the window, but the backlog they caused remains
+// and the next long requests take the cache again.
+func kvMonopoly(w, b *Signals, baseReady, held bool, th *Thresholds, _ *Objectives) (bool, string) {
 	few := w.Running.OK && w.RunningCeiling.OK && w.Running.V <= th.MonopolyRunningShare*w.RunningCeiling.V
 	// The ceiling observed at a light load is low; then the cache each
 	// running request holds, against the baseline's, tells instead.
 	per, basePer := w.KVPerRunning, b.KVPerRunning
-	heavy := baseReady && per.OK && basePer.OK && basePer.V > 0 && per.V >= th.MonopolyKVJump*basePer.V
-	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && (few || heavy) && w.Waiting.OK && w.Waiting.V >= 1 && !preempting(w, th)
+	heavyBy := func(k float64) bool {
+		return baseReady && per.OK && basePer.OK && basePer.V > 0 && per.V >= k*basePer.V
+	}
+	waiting := w.Waiting.OK && w.Waiting.V >= 1
+	if held {
+		ok := w.Waiting.OK && w.Waiting.V >= th.QueueMinWaiting && heavyBy(th.MonopolyKVHold) && !preempting(w, th)
+		return ok, fmt.Sprintf("%.1f waiting (held while >= %.0f), %.4f of the cache per running request vs %.4f baseline (held while >= %.1fx), KV usage %.2f, %.1f running of ceiling %.0f, %.2f preemptions/s",
+			w.Waiting.V, th.QueueMinWaiting, per.V, basePer.V, th.MonopolyKVHold, w.KVUsage.V, w.Running.V, w.RunningCeiling.V, w.PreemptionsPerSecond.V)
+	}
+	ok := w.KVUsage.OK && w.KVUsage.V >= th.KVHigh && (few || heavyBy(th.MonopolyKVJump)) && waiting && !preempting(w, th)
 	return ok, fmt.Sprintf("KV usage %.2f (>= %.2f) with %.1f running of ceiling %.0f (<= %.0f%%) or %.4f of the cache per running request vs %.4f baseline (>= %.1fx), %.1f waiting, %.2f preemptions/s",
 		w.KVUsage.V, th.KVHigh, w.Running.V, w.RunningCeiling.V, 100*th.MonopolyRunningShare, per.V, basePer.V, th.MonopolyKVJump, w.Waiting.V, w.PreemptionsPerSecond.V)
 }
 
 // prefix_cache_collapse: the hit ratio falls well under its baseline.
-func prefixCacheCollapse(w, b *Signals, baseReady bool, th *Thresholds, _ *Objectives) (bool, string) {
+func prefixCacheCollapse(w, b *Signals, baseReady, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	if !baseReady || !b.PrefixHitRatio.OK {
 		return false, "no baseline yet"
 	}
@@ -93,22 +129,29 @@ func prefixCacheCollapse(w, b *Signals, baseReady bool, th *Thresholds, _ *Objec
 // decode_saturation: the decode objective is breached while TTFT holds
 // and the queue is flat: the batch itself is too large. (Its size is
 // evidence, not a condition: with max_num_seqs raised the batch is set by
-// the load, far under the engine's cap.)
-func decodeSaturation(w, _ *Signals, _ bool, th *Thresholds, o *Objectives) (bool, string) {
+// the load, far under the engine's cap.) Once raised it holds while the
+// decode objective stays breached without preemption: a batch that
+// large fills the cache now and then, and the short queue that forms
+// while it does breaks TTFT for a minute; the cause is the same batch.
+func decodeSaturation(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bool, string) {
 	flat := !growing(w, th) && w.Waiting.OK && w.Running.OK && (w.Waiting.V <= th.FlatQueueShare*w.Running.V || w.Waiting.V < 1)
 	breach := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
 	if w.DecodePerToken {
 		breach = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency
 	}
 	ttftOK := w.TTFTAttainment.OK && w.TTFTAttainment.V >= th.TTFTHold
-	ok := breach && ttftOK && flat && !preempting(w, th)
-	return ok, fmt.Sprintf("decode attainment %.3f at %.0f ms (< %.3f; mean ITL %.1f ms where only per-token data), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)",
-		w.DecodeAttainment.V, 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V)
+	ok := breach && (ttftOK && flat || held) && !preempting(w, th)
+	hold := ""
+	if held {
+		hold = " (held while the decode objective is breached without preemption)"
+	}
+	return ok, fmt.Sprintf("decode attainment %.3f at %.0f ms (< %.3f; mean ITL %.1f ms where only per-token data), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)%s",
+		w.DecodeAttainment.V, 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V, hold)
 }
 
 // gpu_throttling: a thermal or hardware slowdown, or a low clock while
 // the engine has work.
-func gpuThrottling(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+func gpuThrottling(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	reasons := w.GPUThrottledShare.OK && w.GPUThrottledShare.V >= th.ThrottleShare
 	busy := w.Running.OK && w.Running.V >= 1
 	slow := w.GPUClockRatio.OK && w.GPUClockRatio.V < th.ClockRatio && busy
@@ -118,7 +161,7 @@ func gpuThrottling(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, 
 
 // engine_stall: the target is down, or requests sit in it and no token
 // comes out, or requests end in errors.
-func engineStall(w, _ *Signals, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
+func engineStall(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	down := w.UpShare.OK && 1-w.UpShare.V >= th.DownShare
 	inflight := w.Running.V + w.Waiting.V
 	silent := w.GenerationTokensPerSecond.OK && w.GenerationTokensPerSecond.V == 0 && w.Running.OK && inflight >= 1

@@ -89,7 +89,7 @@ func TestRules(t *testing.T) {
 		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
 			w, b := base(), base()
 			tc.edit(&w)
-			got, why := rules[tc.mode](&w, &b, true, &th, &obj)
+			got, why := rules[tc.mode](&w, &b, true, false, &th, &obj)
 			if got != tc.match {
 				t.Errorf("match %v, want %v: %s", got, tc.match, why)
 			}
@@ -105,7 +105,7 @@ func TestRulesNeedBaseline(t *testing.T) {
 	w.PrefixHitRatio = v(0)
 	w.PromptTokensPerRequest, w.DecodeMean = v(1600), v(0.03)
 	for _, m := range []Mode{PrefixCacheCollapse, PrefillInterference} {
-		if ok, _ := rules[m](&w, &b, false, &th, &obj); ok {
+		if ok, _ := rules[m](&w, &b, false, false, &th, &obj); ok {
 			t.Errorf("%s matched without a baseline", m)
 		}
 	}

@@ -35,6 +35,9 @@ type gpuSample struct {
 type sample struct {
 	t  time.Time
 	up bool
+	// episode is set when the sample was in a window in which a mode
+	// matched or while one was raised: it never enters the baseline.
+	episode bool
 	// Gauges of the snapshot, summed over models (KV usage: the fullest).
 	running, waiting, kv, hitGauge Value
 	// delta is set when the counters below are increases since the

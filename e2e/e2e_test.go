@@ -80,37 +80,50 @@ func (w *world) play(t *testing.T) {
 	}
 }
 
-// allPlayed: every lever has ended three windows ago, its alert fired
-// and resolved, and the overload paged.
+// allPlayed: every lever has ended, its alert fired and resolved after
+// the end (or clearBy has passed since), and the overload paged.
 func (w *world) allPlayed() bool {
 	for _, e := range append(append([]engine{}, nodeA...), nodeB...) {
 		if e.alert == "" {
 			continue
 		}
-		if time.Since(w.start) < wall(e.onset+e.dur)+3*window {
+		earlyEnd, lateEnd := w.at(e, e.onset+e.dur)
+		if time.Now().Before(lateEnd) {
 			return false
 		}
-		if fired, resolved := w.firedResolved(e); fired == nil || resolved == nil {
+		if w.resolvedAfter(e, earlyEnd) == nil && time.Now().Before(lateEnd.Add(clearBy)) {
 			return false
 		}
 	}
 	return len(w.pages()) > 0
 }
 
-// firedResolved returns the first firing notification of e's alert for
-// e, and the first resolution after it.
-func (w *world) firedResolved(e engine) (fired, resolved *notification) {
-	for _, n := range w.hook.find(func(n notification) bool {
+// notes are the notifications of e's alert for e, in arrival order.
+func (w *world) notes(e engine) []notification {
+	return w.hook.find(func(n notification) bool {
 		return n.Labels["alertname"] == e.alert && n.Labels["target"] == e.name
-	}) {
-		switch {
-		case fired == nil && n.Status == "firing":
-			fired = &n
-		case fired != nil && n.Status == "resolved":
-			return fired, &n
+	})
+}
+
+// firstFiring is the first firing notification of e's alert for e.
+func (w *world) firstFiring(e engine) *notification {
+	for _, n := range w.notes(e) {
+		if n.Status == "firing" {
+			return &n
 		}
 	}
-	return fired, nil
+	return nil
+}
+
+// resolvedAfter is the first resolution of e's alert for e at or after
+// t.
+func (w *world) resolvedAfter(e engine, t time.Time) *notification {
+	for _, n := range w.notes(e) {
+		if n.Status == "resolved" && !n.At.Before(t) {
+			return &n
+		}
+	}
+	return nil
 }
 
 // pages are the page-level burn-rate alerts of the overloaded engine.
@@ -173,35 +186,55 @@ func (w *world) timeline(q string, labels ...string) string {
 
 // Each lever: its failure-mode alert reaches the webhook with its runbook,
 // the target and the evidence, no other failure-mode alert does for that
-// target, and it resolves after the lever ends.
+// target; it fires within firedBy of the onset, stays firing to the
+// lever's end, and resolves within clearBy after it.
 func (w *world) checkLevers(t *testing.T) {
 	for _, e := range append(append([]engine{}, nodeA...), nodeB...) {
 		if e.alert == "" {
 			continue
 		}
-		fired, resolved := w.firedResolved(e)
+		earlyOn, lateOn := w.at(e, e.onset)
+		earlyEnd, lateEnd := w.at(e, e.onset+e.dur)
+		rel := func(at time.Time) time.Duration { return at.Sub(w.start).Round(time.Second) }
+		fired := w.firstFiring(e)
+		resolved := w.resolvedAfter(e, earlyEnd)
 		var problems []string
 		switch {
 		case fired == nil:
 			problems = append(problems, "never fired")
-		case resolved == nil:
-			problems = append(problems, "fired but never resolved")
+		case fired.At.Before(earlyOn):
+			problems = append(problems, fmt.Sprintf("fired at %v, before the lever started at %v", rel(fired.At), rel(earlyOn)))
+		case fired.At.After(lateOn.Add(firedBy)):
+			problems = append(problems, fmt.Sprintf("fired at %v, more than %v after the lever started at %v", rel(fired.At), firedBy, rel(lateOn)))
 		}
-		// The farms started after w.start, so their simulated clocks lag
-		// it: a notification caused by the lever comes after onset, its
-		// resolution after the lever ended.
-		if on := w.start.Add(wall(e.onset)); fired != nil && fired.At.Before(on) {
-			problems = append(problems, fmt.Sprintf("fired at %v, before the lever started at %v", fired.At.Sub(w.start).Round(time.Second), wall(e.onset)))
+		// Firing from the first notification to the lever's end: no
+		// resolution before the end, and Prometheus held the alert
+		// firing at every evaluation in between.
+		for _, n := range w.notes(e) {
+			if n.Status == "resolved" && n.At.Before(earlyEnd) {
+				problems = append(problems, fmt.Sprintf("resolved at %v while the lever ran (until %v..%v)", rel(n.At), rel(earlyEnd), rel(lateEnd)))
+			}
+		}
+		if fired != nil && fired.At.Before(earlyEnd) {
+			if gap := w.firingGaps(e, fired.At, earlyEnd); gap != "" {
+				problems = append(problems, gap)
+			}
+		}
+		switch {
+		case resolved == nil:
+			problems = append(problems, fmt.Sprintf("not resolved after the lever ended at %v..%v", rel(earlyEnd), rel(lateEnd)))
+		case resolved.At.After(lateEnd.Add(clearBy)):
+			problems = append(problems, fmt.Sprintf("resolved at %v, more than %v after the lever ended at %v", rel(resolved.At), clearBy, rel(lateEnd)))
 		}
 		// Once the lever has ended the alert is resolved and stays so:
 		// its last notification says resolved, and Prometheus holds no
 		// pending or firing alert for it.
-		all := w.hook.find(func(n notification) bool { return n.Labels["alertname"] == e.alert && n.Labels["target"] == e.name })
+		all := w.notes(e)
 		if len(all) > 0 && all[len(all)-1].Status != "resolved" {
 			problems = append(problems, "its last notification is "+all[len(all)-1].String())
 		}
 		if q := fmt.Sprintf(`ALERTS{alertname=%q, target=%q}`, e.alert, e.name); len(mustQuery(w.prom, q)) > 0 {
-			problems = append(problems, fmt.Sprintf("still active %v after the lever ended:\n%s", time.Since(w.start.Add(wall(e.onset+e.dur))).Round(time.Second), w.prom.show(q)))
+			problems = append(problems, fmt.Sprintf("still active %v after the lever ended:\n%s", time.Since(lateEnd).Round(time.Second), w.prom.show(q)))
 		}
 		if fired != nil {
 			a := fired.Annotations
@@ -226,17 +259,52 @@ func (w *world) checkLevers(t *testing.T) {
 			problems = append(problems, "another failure-mode alert fired: "+n.String())
 		}
 		if len(problems) > 0 {
-			t.Errorf("lever %s on %s from %v to %v: expected %s firing, then resolved, and no other failure-mode alert; got:\n  %s\n%s",
-				e.lever, e.name, wall(e.onset), wall(e.onset+e.dur), e.alert, strings.Join(problems, "\n  "), w.explain(e.name))
+			t.Errorf("lever %s on %s from %v..%v to %v..%v (from the start): expected %s firing within %v of the onset, firing to the end, resolved within %v after it, and no other failure-mode alert; got:\n  %s\n%s",
+				e.lever, e.name, rel(earlyOn), rel(lateOn), rel(earlyEnd), rel(lateEnd), e.alert, firedBy, clearBy, strings.Join(problems, "\n  "), w.explain(e.name))
 		} else {
-			note := ""
-			if resolved.At.Before(w.start.Add(wall(e.onset + e.dur))) {
-				note = " (the classifier cleared the mode while the lever still ran)"
-			}
-			t.Logf("%s on %s from %v to %v: %s fired at %v, resolved at %v%s", e.lever, e.name, wall(e.onset), wall(e.onset+e.dur), e.alert,
-				fired.At.Sub(w.start).Round(time.Second), resolved.At.Sub(w.start).Round(time.Second), note)
+			t.Logf("%s on %s from %v..%v to %v..%v: %s fired at %v (%v after the earliest onset), resolved at %v (%v after the earliest end)",
+				e.lever, e.name, rel(earlyOn), rel(lateOn), rel(earlyEnd), rel(lateEnd), e.alert, rel(fired.At), fired.At.Sub(earlyOn).Round(time.Second),
+				rel(resolved.At), resolved.At.Sub(earlyEnd).Round(time.Second))
 		}
 	}
+}
+
+// firingGaps says when, between from and to, Prometheus did not hold e's
+// alert firing ("" if it always did): it evaluates every second, so a
+// gap of more than 3 s is the alert resolved and fired again between two
+// notifications.
+func (w *world) firingGaps(e engine, from, to time.Time) string {
+	q := fmt.Sprintf(`ALERTS{alertname=%q, target=%q, alertstate="firing"}`, e.alert, e.name)
+	res, err := w.prom.queryRange(q, from, to, time.Second)
+	if err != nil {
+		return err.Error()
+	}
+	var times []time.Time
+	for _, s := range res {
+		times = append(times, s.Times...)
+	}
+	return gaps(times, from, to, 3*time.Second, w.start, q)
+}
+
+// gaps lists the stretches longer than max in [from, to] without a time
+// of ts, in seconds from start; "" if none.
+func gaps(ts []time.Time, from, to time.Time, max time.Duration, start time.Time, what string) string {
+	ts = append(slices.Clone(ts), to)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	var out []string
+	prev := from
+	for _, at := range ts {
+		if at.Sub(prev) > max {
+			out = append(out, fmt.Sprintf("%v-%v", prev.Sub(start).Round(time.Second), at.Sub(start).Round(time.Second)))
+		}
+		if at.After(prev) {
+			prev = at
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("not firing in Prometheus during %s (from the start) while the lever ran: %s", strings.Join(out, ", "), what)
 }
 
 // An overload pages: the page-level burn-rate alert fires.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,8 +74,37 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("log %v", got)
 	}
 	e := engine{name: "sglang-1", alert: "LLMQueueGrowth"}
-	if fired, resolved := (&world{hook: w}).firedResolved(e); fired == nil || resolved != nil {
-		t.Errorf("firedResolved = %v, %v; want fired and not resolved", fired, resolved)
+	ww := &world{hook: w}
+	if fired, resolved := ww.firstFiring(e), ww.resolvedAfter(e, time.Time{}); fired == nil || resolved != nil {
+		t.Errorf("firstFiring, resolvedAfter = %v, %v; want fired and not resolved", fired, resolved)
+	}
+}
+
+// gaps finds the stretches without an evaluation: at 1 s evaluations
+// from 10 s to 20 s with 14 s and 15 s missing, the gap is 13-16 s (3 s
+// is allowed, 3 s is not more); the end counts as a time.
+func TestGaps(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	var ts []time.Time
+	for s := 10; s <= 20; s++ {
+		if s != 14 && s != 15 {
+			ts = append(ts, at(s))
+		}
+	}
+	if g := gaps(ts, at(10), at(20), 3*time.Second, start, "q"); g != "" {
+		t.Errorf("a 3 s gap reported: %s", g)
+	}
+	if g := gaps(ts, at(10), at(20), 2*time.Second, start, "q"); !strings.Contains(g, "13s-16s") {
+		t.Errorf("a 3 s gap with 2 s allowed: %q, want 13s-16s", g)
+	}
+	// Nothing after 12 s: a gap to the end.
+	if g := gaps(ts[:3], at(10), at(20), 3*time.Second, start, "q"); !strings.Contains(g, "12s-20s") {
+		t.Errorf("silent after 12 s: %q, want 12s-20s", g)
+	}
+	// Nothing at all.
+	if g := gaps(nil, at(10), at(20), 3*time.Second, start, "q"); !strings.Contains(g, "10s-20s") {
+		t.Errorf("never firing: %q, want 10s-20s", g)
 	}
 }
 

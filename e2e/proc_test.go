@@ -65,13 +65,16 @@ type proc struct {
 	done chan struct{}
 	mu   sync.Mutex
 	out  *bytes.Buffer // stdout, for processes that print their addresses
+	// started is just before the process started, ready when the suite
+	// saw it ready (set by whoever waits for it).
+	started, ready time.Time
 }
 
 // start runs a command in its own process group; t.Cleanup kills the
 // group (also when the test fails or panics into Cleanup).
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{}), out: &bytes.Buffer{}}
+	p := &proc{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{}), out: &bytes.Buffer{}, started: time.Now()}
 	f, err := os.Create(p.log)
 	if err != nil {
 		t.Fatal(err)

@@ -130,11 +130,11 @@ func (c Config) failureModeAlerts() []Rule {
 		out = append(out, c.alert(name, c.sel("llm_failure_mode", `mode="`+mode+`"`)+" == 1", c.FailureModeFor(), sev,
 			fmt.Sprintf("%s on %s.", info.summary, where),
 			fmt.Sprintf("The failure-mode classifier names %s for %s (engine {{ $labels.engine }}, model {{ $labels.model }}): "+
-				"llm_failure_mode{mode=%q} = 1, raised after %d consecutive %s windows matched %s. "+
-				"It clears after %d clean windows.",
+				"llm_failure_mode{mode=%q} = 1, raised after %d consecutive judgements of the trailing %s window matched %s; "+
+				"the daemon judges once per collection cycle. It clears after %d consecutive clean judgements.",
 				mode, where, mode, c.DiagnosisEnter, promDuration(c.DiagnosisWindow), info.evidence, c.DiagnosisLeave),
-			&Runbook{Meaning: info.meaning + fmt.Sprintf(" The classifier judges every %s window and raises the mode after %d matching windows in a row; "+
-				"the alert waits one more window (for: %s) and resolves when the classifier clears the mode after %d clean windows.",
+			&Runbook{Meaning: info.meaning + fmt.Sprintf(" The classifier judges the trailing %s window once per collection cycle (`--collect.interval`) and raises the mode after %d matching judgements in a row; "+
+				"the alert waits one more window (for: %s) and resolves when the classifier clears the mode after %d clean judgements in a row.",
 				promDuration(c.DiagnosisWindow), c.DiagnosisEnter, c.FailureModeFor(), c.DiagnosisLeave),
 				Confirm: confirm, Remedies: info.remedies}))
 	}
@@ -170,7 +170,7 @@ func (c Config) modeInfo(mode string) modeText {
 	case "queue_growth":
 		return modeText{"Requests queue faster than the engine serves them",
 			"More requests arrive than the engine can run: the waiting queue grows while the running batch sits at its ceiling, with no KV pressure and no preemption. Time to first token grows with the queue.",
-			"(waiting queue growing while the running batch is at its ceiling, no preemption)",
+			"(waiting queue growing while the running batch is at its ceiling, no KV pressure; once raised it holds while the queue stands and would not drain within a window)",
 			[]Query{{"Waiting and running requests", t("llm_requests_waiting") + "\n" + t("llm_requests_running")},
 				{"Queue time p99", p99("llm_request_queue_time_seconds")}},
 			[]string{"Scale out: add replicas of the model (past the knee, one replica cannot catch up).",
@@ -178,8 +178,8 @@ func (c Config) modeInfo(mode string) modeText {
 				"Check the load balancer: one replica may receive more than its share."}}
 	case "kv_preemption":
 		return modeText{"The KV cache is full and the engine preempts requests",
-			"The KV cache is full (usage at or above 0.95) and the engine preempts running requests to make room; preempted requests are recomputed, so inter-token latency jumps and throughput falls while the GPU stays busy.",
-			"(KV-cache usage at or above 0.95 and preemptions every window)",
+			"The KV cache is full (usage at or above 0.9 by default) and the engine preempts running requests to make room; preempted requests are recomputed, so inter-token latency jumps and throughput falls while the GPU stays busy.",
+			"(KV-cache usage at or above 0.9 and preemptions sustained; once raised it holds while the cache stays at least 0.8 full)",
 			[]Query{{"KV-cache usage and preemptions per second", t("llm_kv_cache_usage_ratio") + "\n" + rate("llm_preemptions_total")},
 				{"Inter-token latency p99", p99("llm_inter_token_latency_seconds")}},
 			[]string{"Lower the concurrency the engine admits (vLLM `--max-num-seqs`, SGLang `--max-running-requests`) or the maximum context.",
@@ -198,7 +198,7 @@ func (c Config) modeInfo(mode string) modeText {
 	case "kv_monopoly":
 		return modeText{"A few long contexts hold the KV cache",
 			"KV-cache usage is high while few requests run and others wait, with no preemption: a few very long contexts hold most of the cache, so throughput and power are low while requests queue.",
-			"(KV-cache usage high per running request, requests waiting, no preemption)",
+			"(KV-cache usage high per running request, requests waiting, no preemption; once raised it holds while requests wait and each running request holds well more of the cache than usual)",
 			[]Query{{"KV-cache usage against running and waiting requests", t("llm_kv_cache_usage_ratio") + "\n" +
 				t("llm_requests_running") + "\n" + t("llm_requests_waiting")},
 				{"Generation tokens per second", rate("llm_generation_tokens_total")}},
@@ -217,7 +217,7 @@ func (c Config) modeInfo(mode string) modeText {
 	case "decode_saturation":
 		return modeText{"The decode batch is saturated",
 			"The running batch is near its ceiling and the inter-token (TPOT) tail is over the SLO while TTFT is fine and the queue is flat: every request decodes slower because the batch is too large.",
-			"(running batch near its ceiling, decode latency over the objective, TTFT and queue fine)",
+			"(decode latency over the objective while TTFT and the queue are fine; once raised it holds while the decode objective stays breached)",
 			[]Query{{"Running batch", t("llm_requests_running")},
 				{"Inter-token latency and TTFT p99", p99("llm_inter_token_latency_seconds") + "\n" + p99("llm_time_to_first_token_seconds")}},
 			[]string{"Lower the batch cap (vLLM `--max-num-seqs`, SGLang `--max-running-requests`).",
