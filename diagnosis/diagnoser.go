@@ -131,6 +131,10 @@ func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.D
 	return d.verdict
 }
 
+// MaxFrozenBaselines bounds how long the baseline stays frozen through
+// one episode, in baselines (3 hours at the default 30 minutes).
+const MaxFrozenBaselines = 6
+
 // span is a stretch of history, from one sample's time to a later one's.
 type span struct{ from, to time.Time }
 
@@ -140,17 +144,29 @@ type span struct{ from, to time.Time }
 // bucket counts of samples older than the window.
 func (d *Diagnoser) prune(now time.Time) {
 	old := now.Add(-d.set.Window)
+	// The frozen time is capped at MaxFrozenBaselines baselines: an
+	// episode longer than that is a new normal (a lasting change of the
+	// traffic), and its samples enter the baseline again, so that a mode
+	// that compares with the baseline clears within about one baseline
+	// more instead of staying raised for ever.
+	var frozenTotal time.Duration
+	for _, f := range d.frozen {
+		frozenTotal += f.to.Sub(f.from)
+	}
+	maxFrozen := MaxFrozenBaselines * d.set.Baseline
 	kept := d.hist[:0]
 	for k := range d.hist {
 		s := d.hist[k]
-		if s.episode && !s.t.After(old) {
+		if s.episode && !s.t.After(old) && frozenTotal < maxFrozen {
 			from := s.t
 			if len(kept) > 0 {
 				from = kept[len(kept)-1].t
 			}
 			if n := len(d.frozen); n > 0 && !d.frozen[n-1].to.Before(from) {
+				frozenTotal += s.t.Sub(d.frozen[n-1].to)
 				d.frozen[n-1].to = s.t
 			} else {
+				frozenTotal += s.t.Sub(from)
 				d.frozen = append(d.frozen, span{from, s.t})
 			}
 			continue

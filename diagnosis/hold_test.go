@@ -193,3 +193,58 @@ func TestFrozenHistoryBounded(t *testing.T) {
 		t.Errorf("two hours of 2-minute stalls every 4 minutes: up to %d samples and %d frozen spans kept, want at most %d and 6", maxHist, maxFrozen, 12+61+1)
 	}
 }
+
+// A lasting change of the traffic is not an incident for ever: the
+// baseline stays frozen for at most MaxFrozenBaselines baselines (here 6 x
+// 5 minutes), after which the new traffic enters it and a mode that
+// compares with it clears. Prompts twice as long from minute 10 on, for
+// good: prefill_interference is named, held through the 30 minutes of
+// freeze, and cleared once the baseline is the new traffic (the freeze,
+// plus a window for the samples to leave it, plus one baseline for the
+// old healthy samples to leave the baseline: by 37 minutes, 40 allowed).
+func TestFreezeEndsOnALastingChange(t *testing.T) {
+	d, e := New(settings()), newEngine()
+	run(d, e, 0, 120, func(int) { e.healthy() })
+	long := func(int) {
+		e.running, e.waiting, e.kv = 40, 0, 0.1
+		e.ctr[snapshot.PromptTokens] += 20000
+		e.ctr[snapshot.GenerationTokens] += 2500
+		e.ctr[snapshot.PrefixCacheQueries] += 20000
+		e.ctr[snapshot.PrefixCacheHits] += 8000
+		e.fin["stop"] += 10
+		observe(e.ttft, 0.05, 10)
+		observe(e.itl, 0.03, 2500)
+	}
+	vs := run(d, e, 120, 12*60, long) // an hour at 5 s
+	named, cleared := -1, -1
+	for i, v := range vs {
+		raised := v.Modes[PrefillInterference].Raised
+		if raised && named < 0 {
+			named = i
+		}
+		if named >= 0 && !raised && cleared < 0 {
+			cleared = i
+		}
+		if cleared >= 0 && raised {
+			t.Fatalf("cycle %d: prefill_interference raised again after it cleared at cycle %d", i, cleared)
+		}
+	}
+	if named < 0 || named > 24 {
+		t.Fatalf("prefill_interference named at cycle %d of the change, want within 2 minutes", named)
+	}
+	minute := 12 // cycles
+	if cleared < 30*minute {
+		t.Errorf("cleared %v into the change, before the 30 minutes the baseline may stay frozen", time.Duration(cleared)*5*time.Second)
+	}
+	if cleared < 0 || cleared > 40*minute {
+		t.Errorf("cleared at cycle %d (%v into the change), want by 40 minutes", cleared, time.Duration(cleared)*5*time.Second)
+	}
+	// The baseline is the new traffic: 20000 prompt tokens per 10 requests.
+	if b := vs[len(vs)-1].Baseline.PromptTokensPerRequest; !b.OK || b.V != 2000 {
+		t.Errorf("baseline prompt tokens per request %+v an hour into the change, want 2000", b)
+	}
+	if n := len(d.hist); n > 75 {
+		t.Errorf("history holds %d samples, want at most about 72 (window + baseline)", n)
+	}
+	t.Logf("named %v, cleared %v into the change", time.Duration(named)*5*time.Second, time.Duration(cleared)*5*time.Second)
+}
