@@ -455,3 +455,64 @@ func TestDashboardVariablesCheckCatches(t *testing.T) {
 		t.Error("the joins do not carry every variable")
 	}
 }
+
+// The failure-modes dashboard has one row per mode, in the classifier's
+// order: the verdict of that mode first, then the signals its rule reads;
+// every llm_signal_* gauge the daemon exports is shown in some row.
+func TestFailureModeRows(t *testing.T) {
+	have := produced(t)
+	var d Dashboard
+	for _, x := range Default().Dashboards() {
+		if x.UID == "goodput-failure-modes" {
+			d = x
+		}
+	}
+	if len(d.Rows) != len(FailureModes) {
+		t.Fatalf("%d rows, want one per mode (%d)", len(d.Rows), len(FailureModes))
+	}
+	p := parser.NewParser(parser.Options{})
+	shown := map[string]bool{}
+	for i, r := range d.Rows {
+		mode := FailureModes[i]
+		if r.Title != mode {
+			t.Errorf("row %d is %q, want %q", i, r.Title, mode)
+		}
+		if len(r.Panels) < 4 || !strings.Contains(r.Panels[0].Exprs[0].Expr, `llm_failure_mode{`) ||
+			!strings.Contains(r.Panels[0].Exprs[0].Expr, `mode="`+mode+`"`) {
+			t.Errorf("row %s: the verdict of the mode first and at least two signals, got %d panels", mode, len(r.Panels))
+		}
+		thresholds := 0
+		for _, pn := range r.Panels[2:] {
+			if pn.Threshold != nil {
+				thresholds++
+			}
+			for _, q := range pn.Exprs {
+				expr, err := p.ParseExpr(dashboardVars.Replace(q.Expr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+					if vs, ok := n.(*parser.VectorSelector); ok {
+						shown[vs.Name] = true
+					}
+					return nil
+				})
+			}
+		}
+		if thresholds < 2 {
+			t.Errorf("row %s: %d signals drawn against the classifier's threshold, want at least 2", mode, thresholds)
+		}
+	}
+	n := 0
+	for name := range have {
+		if strings.HasPrefix(name, "llm_signal_") {
+			n++
+			if !shown[name] {
+				t.Errorf("%s is shown in no failure-mode row", name)
+			}
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d llm_signal_* series produced, want the daemon's 12", n)
+	}
+}
