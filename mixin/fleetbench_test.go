@@ -24,8 +24,9 @@ import (
 // command and its figures):
 //
 //   - history is backfilled with promtool tsdb create-blocks-from
-//     openmetrics: the SLO counters of the last 65 minutes (for the hourly
-//     tiles' rate[1h]) and the tiles the long windows read, 5m tiles over
+//     openmetrics: the SLO counters of the last 65 minutes (the rules
+//     read only their last 5, but Prometheus holds them) and the tiles the
+//     long windows and the hourly tiles read, 5m tiles over
 //     6 hours and 1h tiles over 3 days; Prometheus compacts the 2h blocks
 //     into longer ones, as it keeps them in production, before anything
 //     is loaded or measured;
