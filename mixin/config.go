@@ -44,10 +44,11 @@ type Config struct {
 	NodeLabel string
 
 	// Windows over which attainment and burn rate are recorded. The
-	// first (5m) reads the raw counters; the others sum tiles, the rate
-	// of the raw counters recorded once every 5m (1h from TileLong on)
-	// by a group of that interval, so that a window reads W/5m (W/1h)
-	// samples per series, never every raw sample. Each window is a group.
+	// first (5m) reads the raw counters; the others sum tiles: the rate
+	// of the raw counters recorded once every 5m by a group of that
+	// interval, and from TileLong on the mean of an hour's 5m tiles
+	// recorded once an hour, so that a window reads W/5m (W/1h) samples
+	// per series, never every raw sample. Each window is a group.
 	Windows  []string
 	TileLong time.Duration
 	// BudgetPeriod is the SLO period the burn rates refer to.

@@ -21,19 +21,16 @@ import (
 
 // goldenOutputs are the daemon's pinned expositions: whatever a rule or
 // panel reads must appear in one of them, or be declared below.
+// testdata/demo-failure-modes.prom is the failure-mode families of the
+// daemon's /metrics under `goodput-exporter demo` (its header says how it
+// was taken): the classifier's llm_signal_* gauges appear only once a
+// window has been judged, which no other golden output reaches.
 var goldenOutputs = []string{
 	"../cmd/exporter/testdata/e2e-output.prom",
 	"../exporter/testdata/window/golden.prom",
 	"../collector/testdata/golden/*/*.prom",
+	"testdata/demo-failure-modes.prom",
 }
-
-// fromDiagnosis are the failure-mode classifier's series (issue 10: the
-// diagnosis package). Their names and labels are fixed by that issue;
-// until an end-to-end golden output includes them, they are declared
-// here. The dashboards read the standard engine series as the evidence of
-// each mode, not the classifier's llm_signal_* gauges, whose names are
-// not settled.
-var fromDiagnosis = []string{"llm_failure_mode", "llm_failure_mode_supported"}
 
 // fromPrometheus are series Prometheus itself produces.
 var fromPrometheus = []string{"up", "ALERTS"}
@@ -46,6 +43,9 @@ var fromExporterSource = []string{
 	"goodput_exporter_config_last_reload_success_timestamp_seconds",
 	// The live knee appears after minutes of varied traffic.
 	"llm_capacity_headroom_ratio",
+	// Needs a GPU backend that reports the maximum SM clock, which the
+	// demo's dcgm-exporter does not.
+	"llm_signal_gpu_sm_clock_ratio_baseline",
 	"llm_capacity_knee_requests_per_second",
 	"llm_capacity_load_levels",
 }
@@ -108,9 +108,6 @@ func produced(t *testing.T) map[string]string {
 			t.Errorf("%s is not declared in exporter/*.go", name)
 		}
 		out[name] = "exporter source"
-	}
-	for _, name := range fromDiagnosis {
-		out[name] = "diagnosis (issue 10)"
 	}
 	for _, name := range fromPrometheus {
 		out[name] = "Prometheus"
@@ -226,13 +223,13 @@ func TestEveryQueryParsesAndReadsProducedSeries(t *testing.T) {
 // The test above can fail: a name the daemon does not produce is caught.
 func TestUnknownSeriesIsCaught(t *testing.T) {
 	have := produced(t)
-	for _, name := range []string{"vllm:num_preemptions_total", "llm_preemptions", "llm_failure_modes"} {
+	for _, name := range []string{"vllm:num_preemptions_total", "llm_preemptions", "llm_failure_modes", "llm_signal_waiting"} {
 		if _, ok := have[name]; ok {
 			t.Errorf("%s counted as produced", name)
 		}
 	}
 	for _, name := range []string{"llm_up", "llm_gpu_power_watts", "llm_slo_target_ratio", "llm_time_to_first_token_seconds_bucket",
-		"goodput_exporter_gpu_backend_up", sloBurn("3d")} {
+		"goodput_exporter_gpu_backend_up", sloBurn("3d"), "llm_failure_mode", "llm_signal_waiting_slope", "llm_signal_decode_attainment_ratio"} {
 		if _, ok := have[name]; !ok {
 			t.Errorf("%s not counted as produced", name)
 		}
@@ -334,28 +331,188 @@ func TestFailureModeForFollowsHysteresis(t *testing.T) {
 
 // Stat panels read 0, not "No data", when the answer is zero; every
 // panel reads its data source from the variable.
-func TestDashboards(t *testing.T) {
+func TestDashboardStatsReadZero(t *testing.T) {
+	n := 0
 	for _, d := range Default().Dashboards() {
-		names := map[string]bool{}
-		for _, v := range d.vars {
-			names[v["name"].(string)] = true
-		}
-		for _, v := range []string{"datasource", "node", "instance", "target"} {
-			if !names[v] {
-				t.Errorf("%s: no variable %s", d.UID, v)
-			}
-		}
 		for _, r := range d.Rows {
 			for _, p := range r.Panels {
 				for _, q := range p.Exprs {
-					if p.Stat && !strings.HasSuffix(q.Expr, " or vector(0)") {
-						t.Errorf("%s/%s: stat query %q can show No data", d.UID, p.Title, q.Expr)
-					}
-					if !p.Stat && !strings.Contains(q.Expr, "$target") && !strings.Contains(q.Expr, "$model") && !strings.Contains(q.Expr, "$instance") {
-						t.Errorf("%s/%s: %q ignores the variables", d.UID, p.Title, q.Expr)
+					if p.Stat {
+						n++
+						if !strings.HasSuffix(q.Expr, " or vector(0)") {
+							t.Errorf("%s/%s: stat query %q can show No data", d.UID, p.Title, q.Expr)
+						}
 					}
 				}
 			}
 		}
+	}
+	if n < 10 {
+		t.Errorf("%d stat queries", n)
+	}
+}
+
+var dashboardVar = regexp.MustCompile(`\$([a-z_]+)`)
+
+var sloName = regexp.MustCompile(`(^|_)slo[_:]`)
+
+// sloSeries reports whether a series has an slo label (llm_slo_*, the
+// recorded *_slo_*:…, the goodput counters, the burn-rate alerts).
+func sloSeries(name string) bool {
+	return sloName.MatchString(name) || strings.HasPrefix(name, "llm_goodput_") || name == "ALERTS"
+}
+
+// Every dashboard is templated on the data source, node, daemon,
+// namespace, target and model (and SLO where it shows SLO series), and
+// applies them consistently: a panel of engine targets filters on all of
+// them (the SLO where its series have one), a panel of daemons on node and
+// daemon, a fleet panel on model (and SLO); every variable a query uses
+// is declared, and every declared one is used.
+func TestDashboardVariablesAppliedEverywhere(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	for _, d := range Default().Dashboards() {
+		declared := map[string]bool{}
+		for _, v := range d.Variables() {
+			declared[v] = true
+		}
+		for _, v := range []string{"datasource", "node", "instance", "namespace", "target", "model"} {
+			if !declared[v] {
+				t.Errorf("%s: no variable %s", d.UID, v)
+			}
+		}
+		used := map[string]bool{"datasource": true}
+		readsSLO := false
+		for _, r := range d.Rows {
+			for _, pn := range r.Panels {
+				for _, q := range pn.Exprs {
+					refs := map[string]bool{}
+					for _, m := range dashboardVar.FindAllStringSubmatch(q.Expr, -1) {
+						refs[m[1]] = true
+						used[m[1]] = true
+						if !declared[m[1]] {
+							t.Errorf("%s/%s: uses $%s, which the dashboard does not declare", d.UID, pn.Title, m[1])
+						}
+					}
+					expr, err := p.ParseExpr(dashboardVars.Replace(q.Expr))
+					if err != nil {
+						t.Errorf("%s/%s: %v", d.UID, pn.Title, err)
+						continue
+					}
+					slo := false
+					parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+						if vs, ok := node.(*parser.VectorSelector); ok && sloSeries(vs.Name) {
+							slo = true
+						}
+						return nil
+					})
+					readsSLO = readsSLO || slo
+					var want []string
+					switch pn.Scope {
+					case PerTarget:
+						want = []string{"node", "instance", "namespace", "target", "model"}
+					case PerDaemon:
+						want = []string{"node", "instance"}
+					case Fleet:
+						want = []string{"model"}
+					}
+					if slo && pn.Scope != PerDaemon {
+						want = append(want, "slo")
+					}
+					for _, v := range want {
+						if !refs[v] {
+							t.Errorf("%s/%s: %q ignores $%s", d.UID, pn.Title, q.Expr, v)
+						}
+					}
+				}
+			}
+		}
+		if readsSLO && !declared["slo"] {
+			t.Errorf("%s: shows SLO series but has no slo variable", d.UID)
+		}
+		for v := range declared {
+			if !used[v] {
+				t.Errorf("%s: variable %s is declared but no panel uses it", d.UID, v)
+			}
+		}
+	}
+}
+
+// The variables check above can fail: a panel that ignores a variable, or
+// uses one its dashboard lacks, is caught.
+func TestDashboardVariablesCheckCatches(t *testing.T) {
+	ok := func(expr string) bool {
+		refs := map[string]bool{}
+		for _, m := range dashboardVar.FindAllStringSubmatch(expr, -1) {
+			refs[m[1]] = true
+		}
+		return refs["node"] && refs["instance"] && refs["namespace"] && refs["target"] && refs["model"]
+	}
+	c := Default()
+	if ok(`llm_gpu_power_watts{` + c.fDaemon() + `}`) {
+		t.Error("a GPU series filtered by node and daemon only passes as a per-target panel")
+	}
+	if !ok(c.onGPUs("llm_gpu_power_watts")) || !ok(c.inSelected("x{"+c.fRecorded()+"}")) {
+		t.Error("the joins do not carry every variable")
+	}
+}
+
+// The failure-modes dashboard has one row per mode, in the classifier's
+// order: the verdict of that mode first, then the signals its rule reads;
+// every llm_signal_* gauge the daemon exports is shown in some row.
+func TestFailureModeRows(t *testing.T) {
+	have := produced(t)
+	var d Dashboard
+	for _, x := range Default().Dashboards() {
+		if x.UID == "goodput-failure-modes" {
+			d = x
+		}
+	}
+	if len(d.Rows) != len(FailureModes) {
+		t.Fatalf("%d rows, want one per mode (%d)", len(d.Rows), len(FailureModes))
+	}
+	p := parser.NewParser(parser.Options{})
+	shown := map[string]bool{}
+	for i, r := range d.Rows {
+		mode := FailureModes[i]
+		if r.Title != mode {
+			t.Errorf("row %d is %q, want %q", i, r.Title, mode)
+		}
+		if len(r.Panels) < 4 || !strings.Contains(r.Panels[0].Exprs[0].Expr, `llm_failure_mode{`) ||
+			!strings.Contains(r.Panels[0].Exprs[0].Expr, `mode="`+mode+`"`) {
+			t.Errorf("row %s: the verdict of the mode first and at least two signals, got %d panels", mode, len(r.Panels))
+		}
+		thresholds := 0
+		for _, pn := range r.Panels[2:] {
+			if pn.Threshold != nil {
+				thresholds++
+			}
+			for _, q := range pn.Exprs {
+				expr, err := p.ParseExpr(dashboardVars.Replace(q.Expr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+					if vs, ok := n.(*parser.VectorSelector); ok {
+						shown[vs.Name] = true
+					}
+					return nil
+				})
+			}
+		}
+		if thresholds < 2 {
+			t.Errorf("row %s: %d signals drawn against the classifier's threshold, want at least 2", mode, thresholds)
+		}
+	}
+	n := 0
+	for name := range have {
+		if strings.HasPrefix(name, "llm_signal_") {
+			n++
+			if !shown[name] {
+				t.Errorf("%s is shown in no failure-mode row", name)
+			}
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d llm_signal_* series produced, want the daemon's 12", n)
 	}
 }

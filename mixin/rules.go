@@ -49,8 +49,10 @@ func sloGood(w string) string       { return levelObjective + ":llm_slo_good_req
 func sloAttainment(w string) string { return levelObjective + ":llm_slo_attainment:ratio_rate" + w }
 func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rate:ratio_rate" + w }
 
-// Tiles: the 5m (1h) rate recorded once every 5m (1h) by a group of that
-// interval, so that consecutive samples cover consecutive windows.
+// Tiles: the 5m rate of the raw counters recorded once every 5m by a
+// group of that interval, so that consecutive samples cover consecutive
+// windows; and the 1h tile, the mean of the hour's 5m tiles recorded once
+// an hour.
 func tileRequests(t string) string { return levelObjective + ":llm_slo_requests:tile_rate" + t }
 func tileGood(t string) string     { return levelObjective + ":llm_slo_good_requests:tile_rate" + t }
 
@@ -81,14 +83,30 @@ func (c Config) sloWindow(w string) []Rule {
 			sloAttainment(w), c.by("slo", "objective"), c.sel("llm_slo_target_ratio"))))
 }
 
-// tiles records the raw counters' rate over t, in a group evaluated every
-// t.
+// tiles records the tiles of length t in a group evaluated every t: the
+// 5m tile is the raw counters' rate over 5m; a longer one sums the 5m
+// tiles of its span and divides by their number, so that it reads t/5m
+// recorded samples per series instead of every raw sample (an hour of
+// 15 s scrapes is 240), and an hour in which a series existed for a part
+// only counts that part, as rate over the hour would. Prometheus 2's
+// ranges are closed, so a 5m tile recorded exactly at the start of the
+// span (one evaluation offset in 300,000) is counted in two spans.
 func (c Config) tiles(t string) Group {
 	by := c.by("target", "engine", "model", "slo", "objective")
-	return Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t, Rules: []Rule{
-		rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
-		rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
-	}}
+	g := Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t}
+	if t == "5m" {
+		g.Rules = []Rule{
+			rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
+			rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
+		}
+		return g
+	}
+	n := int(parseDuration(t) / parseDuration("5m"))
+	g.Rules = []Rule{
+		rec(tileRequests(t), fmt.Sprintf("sum_over_time(%s[%s]) / %d", tileRequests("5m"), t, n)),
+		rec(tileGood(t), fmt.Sprintf("sum_over_time(%s[%s]) / %d", tileGood("5m"), t, n)),
+	}
+	return g
 }
 
 // RecordingGroups are the recording rules (rules/goodput.rules.yml).
