@@ -185,8 +185,8 @@ func daemonConfig(t *testing.T, path string, engines []engine, urls map[string]s
 	b.WriteString("targets:\n")
 	var sloTargets []string
 	for i, e := range engines {
-		// The namespace is the engine pod's, as Kubernetes discovery
-		// sets it.
+		// The namespace and pod are the engine pod's: the daemon puts
+		// them on the target's series, as Kubernetes discovery does.
 		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    gpus: [\"%d\"]\n    namespace: inference\n    pod: %s\n", e.name, urls[e.name], i, e.name)
 		if e.format != "llamacpp" { // llama.cpp can measure no objective
 			sloTargets = append(sloTargets, e.name)

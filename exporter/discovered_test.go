@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,47 @@ func TestDiscoveredTargetsBesideConfigured(t *testing.T) {
 	}
 	if value(mfs, "llm_up", map[string]string{"target": "a"}) != 1 {
 		t.Error("removing the discovered targets disturbed the configured one")
+	}
+}
+
+// A configured target that names its pod (namespace: llm, pod: p) carries
+// namespace="llm" and pod="p" on its series, as a discovered pod does, on
+// the goodput and SLO series as well as the engine's (the daemon's own
+// per-target series carry only target, discovered or not); one that does
+// not carries neither.
+func TestConfiguredPodLabelsItsSeries(t *testing.T) {
+	vllm := serveBody(t, fixture(t, "vllm/v1-latest-from-source.prom"))
+	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond,
+		config.Target{Name: "podded", URL: vllm.URL, Namespace: "llm", Pod: "p"},
+		config.Target{Name: "bare", URL: vllm.URL})
+	mfs := hs.waitFor("both up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "podded", "namespace": "llm", "pod": "p"}) == 1 &&
+			value(m, "llm_up", map[string]string{"target": "bare"}) == 1
+	})
+	n := 0
+	for name, mf := range mfs {
+		if strings.HasPrefix(name, "goodput_exporter_") {
+			continue
+		}
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, lp := range m.Label {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			switch l["target"] {
+			case "podded":
+				n++
+				if l["namespace"] != "llm" || l["pod"] != "p" {
+					t.Errorf("%s%v lacks namespace=llm, pod=p", name, l)
+				}
+			case "bare":
+				if _, ok := l["namespace"]; ok {
+					t.Errorf("%s%v has a namespace the target does not name", name, l)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d series of the podded target", n)
 	}
 }

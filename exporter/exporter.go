@@ -249,7 +249,7 @@ func (e *Exporter) apply(file *config.Config) error {
 // same series from the same engine: only then can goodput state carry over.
 func sameSeries(a, b config.Target) bool {
 	return a.URL == b.URL && a.Engine == b.Engine && a.Model == b.Model &&
-		a.ModelLimit == b.ModelLimit && reflect.DeepEqual(a.Labels, b.Labels)
+		a.ModelLimit == b.ModelLimit && reflect.DeepEqual(seriesLabels(a), seriesLabels(b))
 }
 
 // sortedTargets returns the running targets by name.

@@ -99,7 +99,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 	return &target{
 		cfg:     tc,
 		timeout: timeout,
-		descs:   collector.NewDescs(tc.Name, tc.Labels),
+		descs:   collector.NewDescs(tc.Name, seriesLabels(tc)),
 		sloD:    newSLODescs(cl),
 		exactD:  newExactDescs(cl),
 		host:    host,
@@ -126,10 +126,29 @@ const forgetModelsAfter = time.Hour
 // constLabels are the labels every series of a target carries.
 func constLabels(tc config.Target) prometheus.Labels {
 	cl := prometheus.Labels{"target": tc.Name}
-	for k, v := range tc.Labels {
+	for k, v := range seriesLabels(tc) {
 		cl[k] = v
 	}
 	return cl
+}
+
+// seriesLabels are a target's labels besides target: its configured
+// ones, and the namespace and pod of a statically configured engine pod
+// (namespace:, pod:), on its series as Kubernetes discovery puts a
+// discovered pod's, so that dashboards and alerts filter both alike.
+func seriesLabels(tc config.Target) map[string]string {
+	if tc.Namespace == "" || tc.Pod == "" {
+		return tc.Labels
+	}
+	if _, ok := tc.Labels["namespace"]; ok {
+		return tc.Labels // discovered: already labelled
+	}
+	out := make(map[string]string, len(tc.Labels)+2)
+	for k, v := range tc.Labels {
+		out[k] = v
+	}
+	out["namespace"], out["pod"] = tc.Namespace, tc.Pod
+	return out
 }
 
 // adopt takes over the goodput state of the target this one replaces
