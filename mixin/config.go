@@ -60,9 +60,10 @@ type Config struct {
 	// BurnAlerts, in the README's table order.
 	BurnAlerts []BurnAlert
 
-	// The failure-mode classifier's hysteresis (diagnosis defaults): a
-	// mode is raised after DiagnosisEnter consecutive windows of
-	// DiagnosisWindow, cleared after DiagnosisLeave clean ones.
+	// The failure-mode classifier's hysteresis (diagnosis defaults): it
+	// judges its trailing DiagnosisWindow once per collection cycle; a
+	// mode is raised after DiagnosisEnter consecutive matching
+	// judgements, cleared after DiagnosisLeave clean ones.
 	DiagnosisWindow                time.Duration
 	DiagnosisEnter, DiagnosisLeave int
 	// FailureModeSeverity per mode; absent modes get TicketSeverity.
@@ -123,12 +124,12 @@ var FailureModes = []string{"queue_growth", "kv_preemption", "prefill_interferen
 	"prefix_cache_collapse", "decode_saturation", "gpu_throttling", "engine_stall"}
 
 // FailureModeFor is the alerts' for: one classifier window. The
-// classifier has already seen DiagnosisEnter windows in a row before it
-// raises a mode, and holds it for DiagnosisLeave clean ones, so the
-// verdict does not flap; for: adds one window so that a verdict must
-// survive its next judgement (and a lost scrape or two) before anyone is
-// paged, and adds nothing to the resolution, which the classifier's
-// DiagnosisLeave windows already delay.
+// classifier has already matched DiagnosisEnter judgements in a row
+// before it raises a mode, and holds it for DiagnosisLeave clean ones, so
+// the verdict does not flap; for: adds one window so that a verdict must
+// survive a window of further judgements (and a lost scrape or two)
+// before anyone is paged, and adds nothing to the resolution, which the
+// classifier's DiagnosisLeave clean judgements already delay.
 func (c Config) FailureModeFor() string { return promDuration(c.DiagnosisWindow) }
 
 // by is "a, b, c" of the daemon labels followed by extra.
