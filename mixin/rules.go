@@ -95,9 +95,14 @@ func (c Config) tiles(t string) Group {
 	by := c.by("target", "engine", "model", "slo", "objective")
 	g := Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t}
 	if t == "5m" {
+		fb := c.fleetBy("model", "slo", "objective")
 		g.Rules = []Rule{
 			rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
 			rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
+			// The fleet's tiles, per model: the fleet's hourly attainment
+			// sums twelve of these instead of twelve of every target's.
+			rec(fleetTileRequests, fmt.Sprintf("sum by (%s) (%s)", fb, tileRequests(t))),
+			rec(fleetTileGood, fmt.Sprintf("sum by (%s) (%s)", fb, tileGood(t))),
 		}
 		return g
 	}
@@ -108,6 +113,12 @@ func (c Config) tiles(t string) Group {
 	}
 	return g
 }
+
+// The fleet's 5m tiles per model, SLO and objective.
+const (
+	fleetTileRequests = "model_slo_objective:llm_slo_requests:tile_rate5m"
+	fleetTileGood     = "model_slo_objective:llm_slo_good_requests:tile_rate5m"
+)
 
 // RecordingGroups are the recording rules (rules/goodput.rules.yml).
 func (c Config) RecordingGroups() []Group {
@@ -141,22 +152,26 @@ func (c Config) RecordingGroups() []Group {
 			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
 			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m"))),
 		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", fmt.Sprintf(
-			"sum by (%[1]s) (sum_over_time(%[2]s[1h]))\n  / (sum by (%[1]s) (sum_over_time(%[3]s[1h])) > 0)",
-			c.fleetBy("model", "slo", "objective"), tileGood("5m"), tileRequests("5m"))),
+			"sum_over_time(%[1]s[1h])\n  / (sum_over_time(%[2]s[1h]) > 0)",
+			fleetTileGood, fleetTileRequests)),
 		// Energy has no model label: GPUs are attributed to targets.
 		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
 			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",
 			tb, c.sel("llm_engine_gpu_energy_joules_total"), c.sel("llm_generation_tokens_total"))),
 		// bound="lower" divides by the lower goodput bound: the higher
 		// joules per good token.
+		// The good tokens' rate is the one recorded above, in this group
+		// (rules of a group run in order, each seeing what the ones
+		// before it recorded at the same instant): the raw counters are
+		// read once.
 		rec("target_slo_bound:llm_engine_gpu_energy_joules_per_good_token:ratio_rate5m", fmt.Sprintf(
-			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / on (%[1]s) group_right ()\n    (sum by (%[3]s) (rate(%[4]s[5m])) > 0)",
-			tb, c.sel("llm_engine_gpu_energy_joules_total"), tsb, c.sel("llm_goodput_tokens_total"))),
+			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / on (%[1]s) group_right ()\n    (sum by (%[3]s) (%[4]s) > 0)",
+			tb, c.sel("llm_engine_gpu_energy_joules_total"), tsb, levelBound+":llm_goodput_tokens:rate5m")),
 		// Hourly cost / 3600 / good tok/s * 1e6; bound="lower" is the
 		// higher cost.
 		rec("target_slo_bound:llm_cost_per_million_good_tokens:ratio_rate5m", fmt.Sprintf(
-			"max by (%[1]s) (%[2]s) / 3600 * 1e6\n  / on (%[3]s) group_right (currency)\n    (sum by (%[4]s) (rate(%[5]s[5m])) > 0)",
-			c.by("target", "currency"), c.sel("llm_engine_hourly_cost"), tb, tsb, c.sel("llm_goodput_tokens_total"))),
+			"max by (%[1]s) (%[2]s) / 3600 * 1e6\n  / on (%[3]s) group_right (currency)\n    (sum by (%[4]s) (%[5]s) > 0)",
+			c.by("target", "currency"), c.sel("llm_engine_hourly_cost"), tb, tsb, levelBound+":llm_goodput_tokens:rate5m")),
 	}}
 	m := c.fleetBy("model")
 	eng := Group{Name: "goodput-exporter.engine", Interval: c.FastInterval, Rules: []Rule{
