@@ -70,9 +70,11 @@ func (f benchFleet) daemon(n int) string {
 
 func (f benchFleet) engine(n, e int) string {
 	engines := []string{"vllm", "vllm", "sglang", "vllm"}
-	models := []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-14B", "meta-llama/Llama-3.1-70B-Instruct"}
-	return fmt.Sprintf(`%s,target="engine-%d",engine="%s",model="%s"`, f.daemon(n), e, engines[e], models[e])
+	return fmt.Sprintf(`%s,target="engine-%d",engine="%s",model="%s"`, f.daemon(n), e, engines[e], benchModels[e])
 }
+
+// benchModels are the models of a node's engines, in engine order.
+var benchModels = []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-14B", "meta-llama/Llama-3.1-70B-Instruct"}
 
 func benchRate(e int) float64 { return float64(5 + e) }
 
@@ -99,6 +101,25 @@ func (f benchFleet) tiles(w io.Writer, tile string, ts string) {
 				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileRequests(tile), l, o.name, benchRate(e), ts)
 				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileGood(tile), l, o.name, benchRate(e)*o.share, ts)
 			}
+		}
+	}
+	if tile != "5m" {
+		return
+	}
+	// The fleet's tiles per model: the sum over nodes of its engines'.
+	perModel := map[string]float64{}
+	var models []string
+	for e := 0; e < benchEngines; e++ {
+		m := benchModels[e]
+		if _, ok := perModel[m]; !ok {
+			models = append(models, m)
+		}
+		perModel[m] += float64(f.nodes) * benchRate(e)
+	}
+	for _, m := range models {
+		for _, o := range benchObjectives {
+			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\"} %g%s\n", fleetTileRequests, m, o.name, perModel[m], ts)
+			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\"} %g%s\n", fleetTileGood, m, o.name, perModel[m]*o.share, ts)
 		}
 	}
 }
