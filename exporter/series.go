@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,8 +34,13 @@ type seriesCache struct {
 	descs  map[*prometheus.Desc]*descEntry
 	errs   []error
 	out    []*dto.MetricFamily
-	head   cachedSeries  // before the first series: head.next is a guess
-	prev   *cachedSeries // the last series sent in this render
+	outFam []*cachedFamily // out's families, in the same order
+	values []float64       // scratch for writeText
+	// textEncodes counts the families encoded through expfmt to cache
+	// their text, for tests.
+	textEncodes int
+	head        cachedSeries  // before the first series: head.next is a guess
+	prev        *cachedSeries // the last series sent in this render
 }
 
 type seriesKey struct {
@@ -60,6 +66,7 @@ type cachedFamily struct {
 	members []*cachedSeries
 	seen    int // members sent this render
 	dirty   bool
+	text    familyText
 }
 
 type descEntry struct {
@@ -81,6 +88,13 @@ func newSeriesCache() *seriesCache {
 // errors of this render to use. The families belong to the cache: use
 // must not keep them.
 func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFamily, error)) {
+	c.gatherText(emit, func(mfs []*dto.MetricFamily, _ func(*bytes.Buffer, int) error, err error) { use(mfs, err) })
+}
+
+// gatherText is gather that also passes a function writing the text of
+// the family at an index of the list, exactly as expfmt.MetricFamilyToText
+// would, from the family's cached text (see familyText).
+func (c *seriesCache) gatherText(emit func(collector.Sink), use func([]*dto.MetricFamily, func(*bytes.Buffer, int) error, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -114,6 +128,7 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 				f.mf.Metric = append(f.mf.Metric, s.m)
 			}
 			f.dirty = false
+			f.text.stale = true
 		}
 		c.out = append(c.out, &f.mf)
 	}
@@ -123,7 +138,12 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 		}
 	}
 	slices.SortFunc(c.out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
-	use(c.out, errors.Join(c.errs...))
+	c.outFam = c.outFam[:0]
+	for _, mf := range c.out {
+		c.outFam = append(c.outFam, c.fams[mf.GetName()])
+	}
+	use(c.out, c.writeText, errors.Join(c.errs...))
+	clear(c.outFam) // no family kept alive past its removal
 }
 
 // compareSeries orders metrics as client_golang's registry does: by number

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,11 +48,13 @@ func encodeFamilies(t *testing.T, mfs []*dto.MetricFamily) string {
 }
 
 // cachedText and refText are the engine, SLO and cost families as the
-// series cache renders them and as the registry gathers the same series.
+// series cache renders them (its cached text, which must also be what
+// expfmt writes from its families) and as the registry gathers the same
+// series.
 func cachedText(t *testing.T, e *Exporter) string {
 	t.Helper()
 	var out string
-	e.series.gather(e.emitSeries, func(mfs []*dto.MetricFamily, err error) {
+	e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
 		if err != nil {
 			t.Errorf("cached gather: %v", err)
 		}
@@ -67,9 +70,28 @@ func cachedText(t *testing.T, e *Exporter) string {
 				}
 			}
 		}
-		out = encodeFamilies(t, mfs)
+		var b bytes.Buffer
+		for i := range mfs {
+			if err := text(&b, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = b.String()
+		if direct := encodeFamilies(t, mfs); out != direct {
+			t.Errorf("cached text differs from expfmt's for the same families: %s", firstDiff(out, direct))
+		}
 	})
 	return out
+}
+
+// firstDiff shows where two texts part.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-80)
+	return fmt.Sprintf("at byte %d: %q vs %q", i, a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
 }
 
 func refText(t *testing.T, e *Exporter) string {
