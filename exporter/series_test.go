@@ -272,9 +272,10 @@ func TestSeriesCacheLayoutDuplicatesAndRemoval(t *testing.T) {
 	}
 }
 
-// A steady render allocates nothing per series: the 100-model engine's
-// ~5,000 series (15,000 lines with the histograms' buckets) cost a few
-// allocations (the registry path cost about 135,000 per render).
+// A steady render allocates nothing per series and encodes nothing again
+// through expfmt: the 100-model engine's ~5,000 series (15,000 lines with
+// the histograms' buckets) cost a few allocations (the registry path cost
+// about 135,000 per render).
 func TestSteadyRenderAllocations(t *testing.T) {
 	medium := fixture(t, "vllm/v1-latest-from-source.prom")
 	body := testbody.Multiply(medium, "meta-llama/Llama-3.1-8B-Instruct", 100)
@@ -300,12 +301,28 @@ func TestSteadyRenderAllocations(t *testing.T) {
 			series += len(mf.Metric)
 		}
 	})
-	allocs := testing.AllocsPerRun(5, func() {
-		e.series.gather(e.emitSeries, func([]*dto.MetricFamily, error) {})
-	})
-	t.Logf("%d series, %.0f allocations per steady gather", series, allocs)
+	// The gather and the text of every family, into a buffer large
+	// enough from the first render on.
+	var buf bytes.Buffer
+	steady := func() {
+		buf.Reset()
+		e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, _ error) {
+			for i := range mfs {
+				if err := text(&buf, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	steady()
+	encodes := e.series.textEncodes
+	allocs := testing.AllocsPerRun(5, steady)
+	t.Logf("%d series, %.0f allocations per steady gather and text (%d bytes)", series, allocs, buf.Len())
 	if series < 5000 || allocs > 200 {
-		t.Errorf("%d series cost %.0f allocations per gather, want at most 200", series, allocs)
+		t.Errorf("%d series cost %.0f allocations per gather and text, want at most 200", series, allocs)
+	}
+	if e.series.textEncodes != encodes {
+		t.Errorf("steady renders encoded %d families again through expfmt, want none", e.series.textEncodes-encodes)
 	}
 }
 
