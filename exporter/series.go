@@ -27,15 +27,17 @@ import (
 // 100-model engine; the registry's consistency checks and sorting as much
 // again in CPU.
 type seriesCache struct {
-	mu     sync.Mutex
-	gen    uint32
-	series map[seriesKey]*cachedSeries
-	fams   map[string]*cachedFamily
-	descs  map[*prometheus.Desc]*descEntry
-	errs   []error
-	out    []*dto.MetricFamily
-	outFam []*cachedFamily // out's families, in the same order
-	values []float64       // scratch for writeText
+	mu      sync.Mutex
+	gen     uint32
+	series  map[seriesKey]*cachedSeries
+	fams    map[string]*cachedFamily
+	descs   map[*prometheus.Desc]*descEntry
+	errs    []error
+	out     []*dto.MetricFamily
+	outFam  []*cachedFamily // out's families, in the same order
+	values  []float64       // scratch for writeText
+	scratch bytes.Buffer    // scratch for a series' text
+	one     dto.MetricFamily
 	// textEncodes counts the families encoded through expfmt to cache
 	// their text, for tests.
 	textEncodes int
@@ -59,6 +61,11 @@ type cachedSeries struct {
 	// it is not gone, series[key] is this one.
 	next *cachedSeries
 	gone bool
+	// text is each of the series' sample lines, as expfmt wrote them when
+	// the series was built, up to and including the space before the
+	// value; ends[k] is where line k's part ends. nil: not yet written.
+	text []byte
+	ends []int32
 }
 
 type cachedFamily struct {
@@ -66,7 +73,13 @@ type cachedFamily struct {
 	members []*cachedSeries
 	seen    int // members sent this render
 	dirty   bool
-	text    familyText
+	// header: the family's HELP and TYPE lines as expfmt writes them (set
+	// by its first series' text); direct: a series' text could not be
+	// kept, so the family is encoded through expfmt until its series
+	// change; lastLen: its text's length in the last render.
+	header  []byte
+	direct  bool
+	lastLen int
 }
 
 type descEntry struct {
@@ -93,7 +106,7 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 
 // gatherText is gather that also passes a function writing the text of
 // the family at an index of the list, exactly as expfmt.MetricFamilyToText
-// would, from the family's cached text (see familyText).
+// would, from the series' cached text (see writeText).
 func (c *seriesCache) gatherText(emit func(collector.Sink), use func([]*dto.MetricFamily, func(*bytes.Buffer, int) error, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,7 +141,7 @@ func (c *seriesCache) gatherText(emit func(collector.Sink), use func([]*dto.Metr
 				f.mf.Metric = append(f.mf.Metric, s.m)
 			}
 			f.dirty = false
-			f.text.stale = true
+			f.direct = false // a new try
 		}
 		c.out = append(c.out, &f.mf)
 	}
@@ -223,6 +236,7 @@ func (c *seriesCache) add(k seriesKey, old *cachedSeries, m prometheus.Metric) *
 	}
 	if old != nil {
 		old.m = pb
+		old.text, old.ends = nil, nil // a new bucket layout
 		f.dirty = true
 		return old
 	}

@@ -321,6 +321,11 @@ func TestSteadyRenderAllocations(t *testing.T) {
 	if series < 5000 || allocs > 200 {
 		t.Errorf("%d series cost %.0f allocations per gather and text, want at most 200", series, allocs)
 	}
+	for name, f := range e.series.fams {
+		if f.direct {
+			t.Errorf("family %s is encoded through expfmt every render", name)
+		}
+	}
 	if e.series.textEncodes != encodes {
 		t.Errorf("steady renders encoded %d families again through expfmt, want none", e.series.textEncodes-encodes)
 	}

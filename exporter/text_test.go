@@ -178,6 +178,13 @@ func checkTextRound(t *testing.T, c *seriesCache, emit func(collector.Sink)) str
 		}
 		cached, direct = b.String(), encodeFamilies(t, mfs)
 	})
+	// Every family here can be kept as text: one that fell back to
+	// expfmt would hide a wrong spelling or order of the values.
+	for name, f := range c.fams {
+		if f.direct {
+			t.Fatalf("family %s fell back to expfmt", name)
+		}
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(emitCollector(emit))
 	mfs, err := reg.Gather()
@@ -303,24 +310,60 @@ func TestAppendValue(t *testing.T) {
 	}
 }
 
-// A family that cannot be cached (a timestamp on a sample) is written by
-// expfmt itself, every render.
-func TestFamilyTextFallsBackToExpfmt(t *testing.T) {
+// encodeLines keeps a series' lines up to the value, worked by hand from
+// the text format, and refuses what it cannot keep (a timestamp).
+func TestEncodeLines(t *testing.T) {
+	var scratch bytes.Buffer
 	ts := int64(1700000000000)
 	v := 2.5
 	mf := &dto.MetricFamily{Name: ptr("x"), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: &v}, TimestampMs: &ts}}}
-	var ft familyText
-	if ft.encode(mf, nil) {
-		t.Fatal("a family with a timestamp was cached")
+	if _, _, _, ok := encodeLines(&scratch, mf, nil); ok {
+		t.Fatal("a sample with a timestamp was kept")
 	}
 	mf.Metric[0].TimestampMs = nil
-	if !ft.encode(mf, nil) {
-		t.Fatal("a plain gauge was not cached")
+	header, text, ends, ok := encodeLines(&scratch, mf, nil)
+	if !ok || string(header) != "# TYPE x gauge\n" || string(text) != "x " || len(ends) != 1 || ends[0] != 2 {
+		t.Errorf("gauge: ok %v header %q text %q ends %v", ok, header, text, ends)
 	}
-	// By hand: no HELP (nil), the TYPE line, then the prefix "x ".
-	if got := string(ft.text); got != "# TYPE x gauge\nx " || len(ft.ends) != 2 || ft.ends[0] != 15 {
-		t.Errorf("text %q ends %v", got, ft.ends)
+	// A histogram with one finite bucket: expfmt adds the +Inf bucket
+	// (the sample count), then the sum and the count.
+	h := &dto.MetricFamily{Name: ptr("h"), Help: ptr("help"), Type: dto.MetricType_HISTOGRAM.Enum(),
+		Metric: []*dto.Metric{{
+			Label:     []*dto.LabelPair{{Name: ptr("model"), Value: ptr("a")}},
+			Histogram: &dto.Histogram{SampleCount: ptr(uint64(5)), SampleSum: ptr(2.5), Bucket: []*dto.Bucket{{UpperBound: ptr(1.0), CumulativeCount: ptr(uint64(3))}}},
+		}}}
+	header, text, ends, ok = encodeLines(&scratch, h, nil)
+	wantText := `h_bucket{model="a",le="1"} h_bucket{model="a",le="+Inf"} h_sum{model="a"} h_count{model="a"} `
+	if !ok || string(header) != "# HELP h help\n# TYPE h histogram\n" || string(text) != wantText || len(ends) != 4 || ends[0] != 27 || ends[3] != int32(len(wantText)) {
+		t.Errorf("histogram: ok %v header %q text %q ends %v", ok, header, text, ends)
+	}
+}
+
+// A model leaving and another coming cost the encoding of the new series
+// alone, not of their families.
+func TestNewSeriesAloneEncoded(t *testing.T) {
+	c := newSeriesCache()
+	g := prometheus.NewDesc("g", "g", []string{"model"}, nil)
+	h := prometheus.NewDesc("h", "h", []string{"model"}, nil)
+	emit := func(models ...string) func(collector.Sink) {
+		return func(s collector.Sink) {
+			for i, m := range models {
+				s.Sample(g, prometheus.GaugeValue, float64(i), collector.Labels(m))
+				s.Histogram(h, &snapshot.Histogram{Bounds: []float64{1}, Cumulative: []float64{1}, Count: 2, Sum: 3}, collector.Labels(m))
+			}
+		}
+	}
+	checkTextRound(t, c, emit("a", "b", "c"))
+	if c.textEncodes != 6 {
+		t.Fatalf("first render encoded %d series, want 6 (3 models, 2 series each)", c.textEncodes)
+	}
+	out := checkTextRound(t, c, emit("a", "c", "d"))
+	if c.textEncodes != 8 {
+		t.Errorf("after b left and d came, %d series encoded in all, want 8 (d's two)", c.textEncodes)
+	}
+	if !strings.Contains(out, "g{model=\"d\"} 2\n") || strings.Contains(out, `model="b"`) {
+		t.Errorf("render:\n%s", out)
 	}
 }
 
