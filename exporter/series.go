@@ -76,10 +76,15 @@ type cachedFamily struct {
 	// header: the family's HELP and TYPE lines as expfmt writes them (set
 	// by its first series' text); direct: a series' text could not be
 	// kept, so the family is encoded through expfmt until its series
-	// change; lastLen: its text's length in the last render.
-	header  []byte
-	direct  bool
-	lastLen int
+	// change.
+	header []byte
+	direct bool
+	// text and ends: the header and each member's kept lines, in order
+	// (ends[0]: the header's end; ends[k]: line k's end), joined: they
+	// match the members.
+	text   []byte
+	ends   []int32
+	joined bool
 }
 
 type descEntry struct {
@@ -142,6 +147,7 @@ func (c *seriesCache) gatherText(emit func(collector.Sink), use func([]*dto.Metr
 			}
 			f.dirty = false
 			f.direct = false // a new try
+			f.joined = false
 		}
 		c.out = append(c.out, &f.mf)
 	}

@@ -19,7 +19,8 @@ import (
 // header, then each metric on its own), and its lines are kept up to the
 // value. A render writes the family's header, then for each series its
 // kept lines and its values formatted as expfmt formats them
-// (appendValue). So expfmt stays the source of every byte, and what did
+// (appendValue), from one text per family that the series' lines are
+// copied into when the family's series change (join). So expfmt stays the source of every byte, and what did
 // not change is not encoded again: the escaping and writing of 15,000
 // names and label sets was most of a render of a 100-model engine, and a
 // model coming or going costs the encoding of its own series only.
@@ -31,41 +32,62 @@ import (
 // render until its series change.
 func (c *seriesCache) writeText(buf *bytes.Buffer, i int) error {
 	f := c.outFam[i]
-	if !f.direct {
+	if !f.direct && !f.joined {
 		for _, s := range f.members {
 			if s.ends == nil && !c.encodeSeries(f, s) {
 				f.direct = true
 				break
 			}
 		}
+		if !f.direct {
+			f.join()
+		}
+	}
+	if !f.direct {
+		typ := f.mf.GetType()
+		c.values = c.values[:0]
+		for _, s := range f.members {
+			c.values = sampleValues(c.values, typ, s.m)
+		}
+		if len(c.values) != len(f.ends)-1 {
+			f.direct = true // cannot happen while the series are unchanged
+		}
 	}
 	if f.direct {
+		f.text, f.ends = nil, nil
 		_, err := expfmt.MetricFamilyToText(buf, &f.mf)
 		return err
 	}
-	typ := f.mf.GetType()
-	buf.Grow(f.lastLen + f.lastLen/8 + 512)
+	buf.Grow(len(f.text) + 26*len(c.values))
 	b := buf.AvailableBuffer()
-	b = append(b, f.header...)
-	for _, s := range f.members {
-		c.values = sampleValues(c.values[:0], typ, s.m)
-		if len(c.values) != len(s.ends) {
-			// Cannot happen while the series' structure is unchanged.
-			f.direct = true
-			_, err := expfmt.MetricFamilyToText(buf, &f.mf)
-			return err
-		}
-		from := int32(0)
-		for k, v := range c.values {
-			b = append(b, s.text[from:s.ends[k]]...)
-			from = s.ends[k]
-			b = appendValue(b, v)
-			b = append(b, '\n')
-		}
+	b = append(b, f.text[:f.ends[0]]...)
+	for k, v := range c.values {
+		b = append(b, f.text[f.ends[k]:f.ends[k+1]]...)
+		b = appendValue(b, v)
+		b = append(b, '\n')
 	}
-	f.lastLen = len(b)
 	buf.Write(b)
 	return nil
+}
+
+// join copies the header and the members' kept lines, in order, into the
+// family's one text, which a render reads front to back: a copy when the
+// family's series change, instead of an encoding.
+func (f *cachedFamily) join() {
+	f.text = append(f.text[:0], f.header...)
+	f.ends = append(f.ends[:0], int32(len(f.header)))
+	for _, s := range f.members {
+		base := len(f.text)
+		if base+len(s.text) > math.MaxInt32 {
+			f.direct = true
+			return
+		}
+		f.text = append(f.text, s.text...)
+		for _, e := range s.ends {
+			f.ends = append(f.ends, int32(base)+e)
+		}
+	}
+	f.joined = true
 }
 
 // encodeSeries writes s through expfmt as a family of its own and keeps
