@@ -20,8 +20,9 @@ import (
 // value. A render writes the family's header, then for each series its
 // kept lines and its values formatted as expfmt formats them
 // (appendValue), from one text per family that the series' lines are
-// copied into when the family's series change (join). So expfmt stays the source of every byte, and what did
-// not change is not encoded again: the escaping and writing of 15,000
+// copied into when the family's series change (join). So expfmt stays
+// the source of every byte, and what did not change is not encoded
+// again: the escaping and writing of 15,000
 // names and label sets was most of a render of a 100-model engine, and a
 // model coming or going costs the encoding of its own series only.
 //
