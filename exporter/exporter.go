@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
@@ -99,8 +98,8 @@ func New(opts Options) *Exporter {
 	// Engine, SLO and cost series (thousands per engine) bypass the
 	// registry: the series cache keeps their dto.Metric between renders.
 	e.series = newSeriesCache()
-	e.render = newRenderer(e.gatherer, func(use func([]*dto.MetricFamily, error)) {
-		e.series.gather(e.emitSeries, use)
+	e.render = newRenderer(e.gatherer, func(use engineUse) {
+		e.series.gatherText(e.emitSeries, use)
 	}, e.self, e.logger, opts.Interval/4)
 	return e
 }

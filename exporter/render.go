@@ -33,6 +33,11 @@ type exposition struct {
 	gz      []byte
 }
 
+// engineUse receives the series cache's families, a function writing the
+// text of the family at an index (as expfmt.MetricFamilyToText would), and
+// the errors of the gathering.
+type engineUse = func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error)
+
 // renderer gathers and encodes the exposition on demand: at most once per
 // change, when /metrics first asks for it after a target (or the GPU
 // cycle, or a reload) reported something new, instead of after every
@@ -44,8 +49,9 @@ type exposition struct {
 type renderer struct {
 	g prometheus.Gatherer // the daemon's own series and the Go runtime's
 	// engines passes the engine, SLO and cost families (sorted by name)
-	// to use, from the series cache; nil in tests of the renderer alone.
-	engines func(use func([]*dto.MetricFamily, error))
+	// to use, from the series cache, with a function that writes the text
+	// of the family at an index; nil in tests of the renderer alone.
+	engines func(use engineUse)
 	self    *selfMetrics
 	logger  *slog.Logger
 	cur     atomic.Pointer[exposition]
@@ -70,7 +76,7 @@ type renderer struct {
 // per minGap (a quarter of the collection interval in the daemon: several
 // targets finishing one after the other cost one render when a scraper
 // reads often).
-func newRenderer(g prometheus.Gatherer, engines func(func([]*dto.MetricFamily, error)), self *selfMetrics, logger *slog.Logger, minGap time.Duration) *renderer {
+func newRenderer(g prometheus.Gatherer, engines func(engineUse), self *selfMetrics, logger *slog.Logger, minGap time.Duration) *renderer {
 	r := &renderer{g: g, engines: engines, self: self, logger: logger, minGap: minGap}
 	r.lastOK.Store(true)
 	r.cur.Store(&exposition{})
@@ -136,7 +142,7 @@ func (r *renderer) render() {
 			r.logger.Error("encoding family", "family", mf.GetName(), "err", err)
 		}
 	}
-	write := func(engines []*dto.MetricFamily, eerr error) {
+	write := func(engines []*dto.MetricFamily, text func(*bytes.Buffer, int) error, eerr error) {
 		err = errors.Join(err, eerr)
 		// Both lists are sorted by name: merge them.
 		i, j := 0, 0
@@ -146,14 +152,17 @@ func (r *renderer) render() {
 				i++
 				continue
 			}
-			encode(engines[j])
+			if err := text(plain, j); err != nil {
+				r.self.renderErrors.Inc()
+				r.logger.Error("encoding family", "family", engines[j].GetName(), "err", err)
+			}
 			j++
 		}
 	}
 	if r.engines != nil {
 		r.engines(write)
 	} else {
-		write(nil, nil)
+		write(nil, nil, nil)
 	}
 	if err != nil {
 		// Gather returns what it could; serve that and say what failed.

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,15 +27,22 @@ import (
 // 100-model engine; the registry's consistency checks and sorting as much
 // again in CPU.
 type seriesCache struct {
-	mu     sync.Mutex
-	gen    uint32
-	series map[seriesKey]*cachedSeries
-	fams   map[string]*cachedFamily
-	descs  map[*prometheus.Desc]*descEntry
-	errs   []error
-	out    []*dto.MetricFamily
-	head   cachedSeries  // before the first series: head.next is a guess
-	prev   *cachedSeries // the last series sent in this render
+	mu      sync.Mutex
+	gen     uint32
+	series  map[seriesKey]*cachedSeries
+	fams    map[string]*cachedFamily
+	descs   map[*prometheus.Desc]*descEntry
+	errs    []error
+	out     []*dto.MetricFamily
+	outFam  []*cachedFamily // out's families, in the same order
+	values  []float64       // scratch for writeText
+	scratch bytes.Buffer    // scratch for a series' text
+	one     dto.MetricFamily
+	// textEncodes counts the families encoded through expfmt to cache
+	// their text, for tests.
+	textEncodes int
+	head        cachedSeries  // before the first series: head.next is a guess
+	prev        *cachedSeries // the last series sent in this render
 }
 
 type seriesKey struct {
@@ -53,6 +61,11 @@ type cachedSeries struct {
 	// it is not gone, series[key] is this one.
 	next *cachedSeries
 	gone bool
+	// text is each of the series' sample lines, as expfmt wrote them when
+	// the series was built, up to and including the space before the
+	// value; ends[k] is where line k's part ends. nil: not yet written.
+	text []byte
+	ends []int32
 }
 
 type cachedFamily struct {
@@ -60,6 +73,18 @@ type cachedFamily struct {
 	members []*cachedSeries
 	seen    int // members sent this render
 	dirty   bool
+	// header: the family's HELP and TYPE lines as expfmt writes them (set
+	// by its first series' text); direct: a series' text could not be
+	// kept, so the family is encoded through expfmt until its series
+	// change.
+	header []byte
+	direct bool
+	// text and ends: the header and each member's kept lines, in order
+	// (ends[0]: the header's end; ends[k]: line k's end), joined: they
+	// match the members.
+	text   []byte
+	ends   []int32
+	joined bool
 }
 
 type descEntry struct {
@@ -81,6 +106,13 @@ func newSeriesCache() *seriesCache {
 // errors of this render to use. The families belong to the cache: use
 // must not keep them.
 func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFamily, error)) {
+	c.gatherText(emit, func(mfs []*dto.MetricFamily, _ func(*bytes.Buffer, int) error, err error) { use(mfs, err) })
+}
+
+// gatherText is gather that also passes a function writing the text of
+// the family at an index of the list, exactly as expfmt.MetricFamilyToText
+// would, from the series' cached text (see writeText).
+func (c *seriesCache) gatherText(emit func(collector.Sink), use func([]*dto.MetricFamily, func(*bytes.Buffer, int) error, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -114,6 +146,8 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 				f.mf.Metric = append(f.mf.Metric, s.m)
 			}
 			f.dirty = false
+			f.direct = false // a new try
+			f.joined = false
 		}
 		c.out = append(c.out, &f.mf)
 	}
@@ -123,7 +157,12 @@ func (c *seriesCache) gather(emit func(collector.Sink), use func([]*dto.MetricFa
 		}
 	}
 	slices.SortFunc(c.out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
-	use(c.out, errors.Join(c.errs...))
+	c.outFam = c.outFam[:0]
+	for _, mf := range c.out {
+		c.outFam = append(c.outFam, c.fams[mf.GetName()])
+	}
+	use(c.out, c.writeText, errors.Join(c.errs...))
+	clear(c.outFam) // no family kept alive past its removal
 }
 
 // compareSeries orders metrics as client_golang's registry does: by number
@@ -203,6 +242,7 @@ func (c *seriesCache) add(k seriesKey, old *cachedSeries, m prometheus.Metric) *
 	}
 	if old != nil {
 		old.m = pb
+		old.text, old.ends = nil, nil // a new bucket layout
 		f.dirty = true
 		return old
 	}

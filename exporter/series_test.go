@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,11 +48,13 @@ func encodeFamilies(t *testing.T, mfs []*dto.MetricFamily) string {
 }
 
 // cachedText and refText are the engine, SLO and cost families as the
-// series cache renders them and as the registry gathers the same series.
+// series cache renders them (its cached text, which must also be what
+// expfmt writes from its families) and as the registry gathers the same
+// series.
 func cachedText(t *testing.T, e *Exporter) string {
 	t.Helper()
 	var out string
-	e.series.gather(e.emitSeries, func(mfs []*dto.MetricFamily, err error) {
+	e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
 		if err != nil {
 			t.Errorf("cached gather: %v", err)
 		}
@@ -67,9 +70,28 @@ func cachedText(t *testing.T, e *Exporter) string {
 				}
 			}
 		}
-		out = encodeFamilies(t, mfs)
+		var b bytes.Buffer
+		for i := range mfs {
+			if err := text(&b, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = b.String()
+		if direct := encodeFamilies(t, mfs); out != direct {
+			t.Errorf("cached text differs from expfmt's for the same families: %s", firstDiff(out, direct))
+		}
 	})
 	return out
+}
+
+// firstDiff shows where two texts part.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-80)
+	return fmt.Sprintf("at byte %d: %q vs %q", i, a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
 }
 
 func refText(t *testing.T, e *Exporter) string {
@@ -250,9 +272,10 @@ func TestSeriesCacheLayoutDuplicatesAndRemoval(t *testing.T) {
 	}
 }
 
-// A steady render allocates nothing per series: the 100-model engine's
-// ~5,000 series (15,000 lines with the histograms' buckets) cost a few
-// allocations (the registry path cost about 135,000 per render).
+// A steady render allocates nothing per series and encodes nothing again
+// through expfmt: the 100-model engine's ~5,000 series (15,000 lines with
+// the histograms' buckets) cost a few allocations (the registry path cost
+// about 135,000 per render).
 func TestSteadyRenderAllocations(t *testing.T) {
 	medium := fixture(t, "vllm/v1-latest-from-source.prom")
 	body := testbody.Multiply(medium, "meta-llama/Llama-3.1-8B-Instruct", 100)
@@ -278,12 +301,33 @@ func TestSteadyRenderAllocations(t *testing.T) {
 			series += len(mf.Metric)
 		}
 	})
-	allocs := testing.AllocsPerRun(5, func() {
-		e.series.gather(e.emitSeries, func([]*dto.MetricFamily, error) {})
-	})
-	t.Logf("%d series, %.0f allocations per steady gather", series, allocs)
+	// The gather and the text of every family, into a buffer large
+	// enough from the first render on.
+	var buf bytes.Buffer
+	steady := func() {
+		buf.Reset()
+		e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, _ error) {
+			for i := range mfs {
+				if err := text(&buf, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	steady()
+	encodes := e.series.textEncodes
+	allocs := testing.AllocsPerRun(5, steady)
+	t.Logf("%d series, %.0f allocations per steady gather and text (%d bytes)", series, allocs, buf.Len())
 	if series < 5000 || allocs > 200 {
-		t.Errorf("%d series cost %.0f allocations per gather, want at most 200", series, allocs)
+		t.Errorf("%d series cost %.0f allocations per gather and text, want at most 200", series, allocs)
+	}
+	for name, f := range e.series.fams {
+		if f.direct {
+			t.Errorf("family %s is encoded through expfmt every render", name)
+		}
+	}
+	if e.series.textEncodes != encodes {
+		t.Errorf("steady renders encoded %d families again through expfmt, want none", e.series.textEncodes-encodes)
 	}
 }
 
