@@ -94,18 +94,7 @@ func TestKVHoldClampedToKVHigh(t *testing.T) {
 func TestBaselineFrozenDuringEpisode(t *testing.T) {
 	d, e := New(settings()), newEngine()
 	run(d, e, 0, 120, func(int) { e.healthy() })
-	// The same requests and tokens, with prompts twice as long (the
-	// prefix hit ratio unchanged, 40 %) and tokens at 30 ms.
-	long := func(int) {
-		e.running, e.waiting, e.kv = 40, 0, 0.1
-		e.ctr[snapshot.PromptTokens] += 20000
-		e.ctr[snapshot.GenerationTokens] += 2500
-		e.ctr[snapshot.PrefixCacheQueries] += 20000
-		e.ctr[snapshot.PrefixCacheHits] += 8000
-		e.fin["stop"] += 10
-		observe(e.ttft, 0.05, 10)
-		observe(e.itl, 0.03, 2500)
-	}
+	long := func(int) { e.longPrompts() }
 	vs := run(d, e, 120, 240, long)
 	named := -1
 	for i, v := range vs {
@@ -205,16 +194,7 @@ func TestFrozenHistoryBounded(t *testing.T) {
 func TestFreezeEndsOnALastingChange(t *testing.T) {
 	d, e := New(settings()), newEngine()
 	run(d, e, 0, 120, func(int) { e.healthy() })
-	long := func(int) {
-		e.running, e.waiting, e.kv = 40, 0, 0.1
-		e.ctr[snapshot.PromptTokens] += 20000
-		e.ctr[snapshot.GenerationTokens] += 2500
-		e.ctr[snapshot.PrefixCacheQueries] += 20000
-		e.ctr[snapshot.PrefixCacheHits] += 8000
-		e.fin["stop"] += 10
-		observe(e.ttft, 0.05, 10)
-		observe(e.itl, 0.03, 2500)
-	}
+	long := func(int) { e.longPrompts() }
 	vs := run(d, e, 120, 12*60, long) // an hour at 5 s
 	named, cleared := -1, -1
 	for i, v := range vs {
@@ -247,4 +227,18 @@ func TestFreezeEndsOnALastingChange(t *testing.T) {
 		t.Errorf("history holds %d samples, want at most about 72 (window + baseline)", n)
 	}
 	t.Logf("named %v, cleared %v into the change", time.Duration(named)*5*time.Second, time.Duration(cleared)*5*time.Second)
+}
+
+// longPrompts advances the engine by a cycle of the healthy step's
+// requests and tokens with prompts twice as long (the prefix hit ratio
+// unchanged, 40 %) and tokens at 30 ms: prefill_interference.
+func (e *engine) longPrompts() {
+	e.running, e.waiting, e.kv = 40, 0, 0.1
+	e.ctr[snapshot.PromptTokens] += 20000
+	e.ctr[snapshot.GenerationTokens] += 2500
+	e.ctr[snapshot.PrefixCacheQueries] += 20000
+	e.ctr[snapshot.PrefixCacheHits] += 8000
+	e.fin["stop"] += 10
+	observe(e.ttft, 0.05, 10)
+	observe(e.itl, 0.03, 2500)
 }
