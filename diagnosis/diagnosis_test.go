@@ -65,15 +65,20 @@ func (e *engine) snap(at time.Time) *snapshot.Snapshot {
 // healthy advances the engine by one 5 s cycle of steady traffic: 10
 // requests started (1000 prompt tokens each, 400 from the prefix cache),
 // 2500 tokens at 20 ms, TTFT 50 ms, 10 finished.
-func (e *engine) healthy() {
+func (e *engine) healthy() { e.serve(10000, 0.02) }
+
+// serve advances the engine by a 5 s cycle of 40 running requests, 10
+// started with prompt prompt tokens in all (40 % from the prefix cache),
+// 2500 tokens at itl seconds, TTFT 50 ms, 10 finished.
+func (e *engine) serve(prompt, itl float64) {
 	e.running, e.waiting, e.kv = 40, 0, 0.1
-	e.ctr[snapshot.PromptTokens] += 10000
+	e.ctr[snapshot.PromptTokens] += prompt
 	e.ctr[snapshot.GenerationTokens] += 2500
-	e.ctr[snapshot.PrefixCacheQueries] += 10000
-	e.ctr[snapshot.PrefixCacheHits] += 4000
+	e.ctr[snapshot.PrefixCacheQueries] += prompt
+	e.ctr[snapshot.PrefixCacheHits] += 0.4 * prompt
 	e.fin["stop"] += 10
 	observe(e.ttft, 0.05, 10)
-	observe(e.itl, 0.02, 2500)
+	observe(e.itl, itl, 2500)
 }
 
 func settings() Settings {

@@ -3,8 +3,6 @@ package diagnosis
 import (
 	"testing"
 	"time"
-
-	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // The hold conditions of the rules that have one, on hand-built windows:
@@ -232,13 +230,4 @@ func TestFreezeEndsOnALastingChange(t *testing.T) {
 // longPrompts advances the engine by a cycle of the healthy step's
 // requests and tokens with prompts twice as long (the prefix hit ratio
 // unchanged, 40 %) and tokens at 30 ms: prefill_interference.
-func (e *engine) longPrompts() {
-	e.running, e.waiting, e.kv = 40, 0, 0.1
-	e.ctr[snapshot.PromptTokens] += 20000
-	e.ctr[snapshot.GenerationTokens] += 2500
-	e.ctr[snapshot.PrefixCacheQueries] += 20000
-	e.ctr[snapshot.PrefixCacheHits] += 8000
-	e.fin["stop"] += 10
-	observe(e.ttft, 0.05, 10)
-	observe(e.itl, 0.03, 2500)
-}
+func (e *engine) longPrompts() { e.serve(20000, 0.03) }
