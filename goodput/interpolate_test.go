@@ -33,3 +33,25 @@ func TestGoodAt(t *testing.T) {
 		})
 	}
 }
+
+// Bucket counts that grew more than the count in an interval (buckets 3
+// and 5 at 1 s and 2 s, count 4): interpolating at 1.9 s gives 3 + 2 x 0.9
+// = 4.8 good of 4 judged. The interval keeps 4 of 4, never more good
+// than judged.
+func TestGoodNeverAboveJudged(t *testing.T) {
+	good, interp := GoodAt([]float64{1, 2}, []float64{3, 5}, 4, 1.9)
+	if good != 4.8 || interp != 2 {
+		t.Fatalf("GoodAt = %v, %v; want 4.8, 2 (the raw interpolation)", good, interp)
+	}
+	c := withinJudged(Counts{Judged: 4, Good: good, Interpolated: interp})
+	if c.Good != 4 || c.Interpolated != 2 {
+		t.Errorf("withinJudged = %+v, want good 4, interpolated 2", c)
+	}
+	if p, ok := c.Attainment(); !ok || p != 1 {
+		t.Errorf("attainment %v, want 1", p)
+	}
+	c = withinJudged(Counts{Judged: 4, Good: -1e-12, Interpolated: 5})
+	if c.Good != 0 || c.Interpolated != 4 {
+		t.Errorf("withinJudged = %+v, want good 0, interpolated 4", c)
+	}
+}

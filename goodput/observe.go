@@ -82,6 +82,7 @@ func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 		}
 		c.Judged = h.dcount
 		c.Good, c.Interpolated = GoodAt(h.bounds, h.dcum, h.dcount, o.Objective.Threshold)
+		c = withinJudged(c)
 	}
 	if !(c.Judged > 0) {
 		return
@@ -101,4 +102,16 @@ func (s *SLOState) perRequest() bool {
 		}
 	}
 	return true
+}
+
+// withinJudged keeps an interval's good and interpolated requests within
+// its judged ones. Interpolating inside a bucket can land an ulp above
+// the count, and an engine whose bucket counts grew more than its _count
+// in an interval (a scrape between two updates of one histogram) would
+// otherwise give more good requests than judged: an attainment above 1,
+// a negative burn rate downstream.
+func withinJudged(c Counts) Counts {
+	c.Good = min(max(c.Good, 0), c.Judged)
+	c.Interpolated = min(max(c.Interpolated, 0), c.Judged)
+	return c
 }
