@@ -75,8 +75,9 @@ func (c Config) sloWindow(w string) []Rule {
 		att = fmt.Sprintf("sum_over_time(%s[%s])\n  / (sum_over_time(%s[%s]) > 0)", tileGood(t), w, tileRequests(t), w)
 	}
 	return append(out,
-		// Absent, not 0 and not NaN, when nothing was judged.
-		rec(sloAttainment(w), att),
+		// Absent, not 0 and not NaN, when nothing was judged. At most 1
+		// (atMostOne).
+		rec(sloAttainment(w), atMostOne(att)),
 		// Each daemon's target ratio applies to that daemon's targets:
 		// joined on the daemon labels, never a fleet-wide max.
 		rec(sloBurn(w), fmt.Sprintf("(1 - %s)\n  / on (%s) group_left ()\n    (1 - %s)",
@@ -114,6 +115,16 @@ func (c Config) tiles(t string) Group {
 	return g
 }
 
+// atMostOne caps an attainment at 1. The good and the judged rates are
+// recorded by two rules, two queries: a scrape committed between them
+// puts one more sample in the second (good) than in the first, and over a
+// short window that can make good exceed judged for an evaluation, most
+// when one scrape's increase is large. An attainment above 1 means
+// nothing, and its burn rate would be negative.
+func atMostOne(expr string) string {
+	return "clamp_max(\n  " + strings.ReplaceAll(expr, "\n", "\n  ") + ",\n  1\n)"
+}
+
 // The fleet's 5m tiles per model, SLO and objective.
 const (
 	fleetTileRequests = "model_slo_objective:llm_slo_requests:tile_rate5m"
@@ -148,12 +159,12 @@ func (c Config) RecordingGroups() []Group {
 			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_tokens:rate5m")),
 		rec("model:llm_generation_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
 			c.fleetBy("model"), c.sel("llm_generation_tokens_total"))),
-		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", fmt.Sprintf(
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", atMostOne(fmt.Sprintf(
 			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
-			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m"))),
-		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", fmt.Sprintf(
+			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m")))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", atMostOne(fmt.Sprintf(
 			"sum_over_time(%[1]s[1h])\n  / (sum_over_time(%[2]s[1h]) > 0)",
-			fleetTileGood, fleetTileRequests)),
+			fleetTileGood, fleetTileRequests))),
 		// Energy has no model label: GPUs are attributed to targets.
 		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
 			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",
