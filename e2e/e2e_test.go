@@ -497,18 +497,30 @@ var labelValues = regexp.MustCompile(`^label_values\((.*), *([a-z_]+)\)$`)
 // the run, as Grafana would draw it; every query variable has a value.
 func (w *world) checkDashboards(t *testing.T) {
 	ps, vars := panels(t)
-	end := time.Now()
+	// A panel over the hourly tiles (the 1d and 3d windows, the budget
+	// left) has data once the hourly-tile group has evaluated after the
+	// first 5m tiles; that group runs once a scaled hour (a minute here),
+	// at an offset of Prometheus' choosing, so an empty panel is asked
+	// again until two of its intervals have passed.
+	deadline := time.Now().Add(2 * time.Minute)
 	empty := 0
 	for _, p := range ps {
 		q := substitute(p.expr)
-		res, err := w.prom.queryRange(q, w.start, end, time.Second)
-		n := 0
-		for _, s := range res {
-			n += len(s.Values)
-		}
-		if err != nil || n == 0 {
-			empty++
-			t.Errorf("dashboard %s, panel %q: expected data over the run; got %d series (%v)\n  PromQL: %s", p.dashboard, p.title, len(res), err, q)
+		for {
+			res, err := w.prom.queryRange(q, w.start, time.Now(), time.Second)
+			n := 0
+			for _, s := range res {
+				n += len(s.Values)
+			}
+			if err == nil && n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				empty++
+				t.Errorf("dashboard %s, panel %q: expected data over the run; got %d series (%v)\n  PromQL: %s", p.dashboard, p.title, len(res), err, q)
+				break
+			}
+			time.Sleep(2 * time.Second)
 		}
 	}
 	for _, v := range vars {
