@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"slices"
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
@@ -116,7 +117,7 @@ func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.D
 			if hd == nil {
 				continue
 			}
-			if !sameBounds(d.bounds[h], hd.bounds) {
+			if !slices.Equal(d.bounds[h], hd.bounds) {
 				d.bounds[h] = append([]float64(nil), hd.bounds...)
 			}
 			hd.bounds = d.bounds[h]

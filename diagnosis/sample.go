@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
@@ -186,7 +187,7 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 			}
 			if s.hists[h] == nil {
 				s.hists[h] = d
-			} else if sameBounds(s.hists[h].bounds, d.bounds) {
+			} else if slices.Equal(s.hists[h].bounds, d.bounds) {
 				for k := range d.cumulative {
 					s.hists[h].cumulative[k] += d.cumulative[k]
 				}
@@ -232,16 +233,4 @@ func histDiff(prev, cur *snapshot.Histogram, restarted bool) *histDelta {
 	}
 	d.count, d.sum = cur.Count-prev.Count, max(0, cur.Sum-prev.Sum)
 	return d
-}
-
-func sameBounds(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

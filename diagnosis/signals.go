@@ -175,7 +175,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 					c.cumulative = append([]float64(nil), d.cumulative...)
 				}
 				hists[h] = &c
-			case sameBounds(hists[h].bounds, d.bounds):
+			case slices.Equal(hists[h].bounds, d.bounds):
 				a := hists[h]
 				a.count += d.count
 				a.sum += d.sum

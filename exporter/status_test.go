@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func TestHistoryRingKeepsNewest(t *testing.T) {
 	for _, p := range h.points() {
 		got = append(got, p.v[0])
 	}
-	if want := []float64{3, 4, 5}; !equalFloats(got, want) {
+	if want := []float64{3, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("points %v, want %v", got, want)
 	}
 	h.resize(10 * time.Minute) // 900/600 -> 2, + 1 = 3: unchanged
@@ -67,21 +68,9 @@ func TestHistoryRingKeepsNewest(t *testing.T) {
 	for _, p := range h.points() {
 		got = append(got, p.v[0])
 	}
-	if want := []float64{4, 5}; !equalFloats(got, want) {
+	if want := []float64{4, 5}; !slices.Equal(got, want) {
 		t.Errorf("after resize to 2: %v, want %v", got, want)
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Worked by hand: a 100 s span in a 100×50 box. The point 150 s ago is
