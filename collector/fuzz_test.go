@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -41,15 +39,7 @@ var fuzzEngines = []snapshot.Engine{snapshot.VLLM, snapshot.SGLang, snapshot.Lla
 // where the fast path runs: lines learnt from the first, followed by
 // whatever the fuzzer puts after them.
 func FuzzParse(f *testing.F) {
-	paths, err := filepath.Glob("testdata/fixtures/*/*.prom")
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no fixtures: %v", err)
-	}
-	for _, p := range paths {
-		body, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, body := range testbody.Files(f, "testdata/fixtures/*/*.prom") {
 		later := testbody.Advance(body, 0.25)
 		for e := range fuzzEngines {
 			f.Add(body, later, false, uint8(e))

@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 )
 
 // FuzzParse feeds the configuration decoder arbitrary documents, seeded
@@ -16,15 +16,7 @@ import (
 // and a host, a known engine, a positive body cap and model limit, and SLO
 // objectives with targets strictly between 0 and 1.
 func FuzzParse(f *testing.F) {
-	paths, err := filepath.Glob("testdata/*.yml")
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seeds: %v", err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range testbody.Files(f, "testdata/*.yml") {
 		f.Add(b)
 	}
 	f.Add([]byte("targets: [{name: a, url: 'http://[::1]:8000/metrics', max_body_size: 1KiB}]\n"))

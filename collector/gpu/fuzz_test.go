@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 )
 
 // FuzzParseDCGMExporter feeds the dcgm-exporter parser arbitrary bodies,
@@ -15,15 +15,7 @@ import (
 // leaking into the result), and every device it returns has a
 // non-negative index, is listed once, and has no NaN or infinite reading.
 func FuzzParseDCGMExporter(f *testing.F) {
-	paths, err := filepath.Glob("testdata/dcgm-exporter/*.prom")
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seeds: %v", err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range testbody.Files(f, "testdata/dcgm-exporter/*.prom") {
 		f.Add(b)
 	}
 	// Found by this target: a negative gpu label made device -1, and a NaN
