@@ -47,10 +47,10 @@ func judge(t *testing.T, paths ...string) *Result {
 // round 7 attains 136/200 = 68 %: the safe capacity is round 6 too.
 func TestWorkedExample(t *testing.T) {
 	for name, paths := range map[string][]string{
-		"guidellm":      {"testdata/guidellm/benchmarks.json"},
-		"guidellm-yaml": {"testdata/guidellm/benchmarks.yaml"},
-		"vllm":          glob(t, "testdata/vllm/round*.json"),
-		"aiperf":        glob(t, "testdata/aiperf/round*"),
+		"guidellm":      {"testdata/constructed/guidellm/benchmarks.json"},
+		"guidellm-yaml": {"testdata/constructed/guidellm/benchmarks.yaml"},
+		"vllm":          glob(t, "testdata/constructed/vllm/round*.json"),
+		"aiperf":        glob(t, "testdata/constructed/aiperf/round*"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := judge(t, paths...)
@@ -112,7 +112,7 @@ func TestWorkedExample(t *testing.T) {
 func TestPercentileOnly(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
-	for _, p := range glob(t, "testdata/vllm/round*.json") {
+	for _, p := range glob(t, "testdata/constructed/vllm/round*.json") {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -154,12 +154,12 @@ func TestPercentileOnly(t *testing.T) {
 // round earlier (round 5, 14 req/s, 3,060 tok/s) fails on both counts:
 // the rate fell, and 3,060 is 8.1 % below 3,330, more than 5 %.
 func TestRegressionGate(t *testing.T) {
-	base := judge(t, "testdata/guidellm/benchmarks.json")
-	same := judge(t, "testdata/guidellm/benchmarks.json")
+	base := judge(t, "testdata/constructed/guidellm/benchmarks.json")
+	same := judge(t, "testdata/constructed/guidellm/benchmarks.json")
 	if p := Compare(base, same, 0.05); len(p) != 0 {
 		t.Fatalf("unchanged sweep flagged: %v", p)
 	}
-	worse := judge(t, "testdata/guidellm/regressed.json")
+	worse := judge(t, "testdata/constructed/guidellm/regressed.json")
 	if k := worse.KneePoint(); k.Round != 5 || k.Goodput != 3060 {
 		t.Fatalf("regressed knee = round %d, %v tok/s; want round 5, 3060", k.Round, k.Goodput)
 	}
@@ -180,7 +180,7 @@ func TestRegressionGate(t *testing.T) {
 // TestKneeNotReached: a sweep cut off at round 5 has its highest goodput
 // at its last point: that is a lower bound, not a knee.
 func TestKneeNotReached(t *testing.T) {
-	paths := glob(t, "testdata/vllm/round0[1-5].json")
+	paths := glob(t, "testdata/constructed/vllm/round0[1-5].json")
 	res := judge(t, paths...)
 	if res.KneeReached || res.KneePoint().Round != 5 {
 		t.Fatalf("knee reached %v at round %d", res.KneeReached, res.KneePoint().Round)
@@ -212,7 +212,7 @@ func TestHostileFiles(t *testing.T) {
 		"NaN throughput": {write("a.json", `{"request_throughput":{"avg":3},"output_token_throughput":{"avg":-1}}`)},
 		"ragged arrays":  {write("r.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"duration":1,"ttfts":[0.1,0.2],"output_lens":[5]}`)},
 		"no duration":    {write("d.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"ttfts":[0.1],"output_lens":[5]}`)},
-		"mixed tools":    {"testdata/guidellm/benchmarks.json", "testdata/vllm/round01.json"},
+		"mixed tools":    {"testdata/constructed/guidellm/benchmarks.json", "testdata/constructed/vllm/round01.json"},
 		"missing":        {filepath.Join(dir, "absent.json")},
 		"yaml scalar":    {write("y.yaml", "- 1\n- 2\n")},
 	}
@@ -222,7 +222,7 @@ func TestHostileFiles(t *testing.T) {
 		}
 	}
 	// a queue objective cannot be judged from a load generator's file
-	sw, err := Read("testdata/vllm/round01.json")
+	sw, err := Read("testdata/constructed/vllm/round01.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestHostileFiles(t *testing.T) {
 // Judged on time_per_output_token_ms instead, round 6 would fail: with
 // TTFTs from 230 to 490 ms over about 197 tokens it is 25.1 ms and up.
 func TestTPOTFromGuideLLM(t *testing.T) {
-	sw, err := Read("testdata/guidellm/benchmarks.json")
+	sw, err := Read("testdata/constructed/guidellm/benchmarks.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ const capDir = "../../capacity/testdata/"
 // good tokens. The numbers come out of capacity.Judge and goodput's
 // formulas; see capacity.TestWorkedExample for the hand working.
 func TestCapacityCommand(t *testing.T) {
-	vllm, _ := filepath.Glob(capDir + "vllm/round*.json")
+	vllm, _ := filepath.Glob(capDir + "constructed/vllm/round*.json")
 	for name, files := range map[string][]string{
-		"guidellm": {capDir + "guidellm/benchmarks.json"},
+		"guidellm": {capDir + "constructed/guidellm/benchmarks.json"},
 		"vllm":     vllm,
 	} {
 		args := append([]string{"capacity", "--config.file", "testdata/capacity/config.yml", "--peak", "20000"}, files...)
@@ -37,7 +37,7 @@ func TestCapacityCommand(t *testing.T) {
 	}
 	// two GPUs a replica double the price: 1.84 EUR per million
 	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--replica-gpus", "2",
-		capDir+"guidellm/benchmarks.json")
+		capDir+"constructed/guidellm/benchmarks.json")
 	if err != nil || !strings.Contains(out, "1.84 EUR per million good tokens (22.00 EUR/h a replica)") {
 		t.Fatalf("--replica-gpus 2: %v\n%s", err, out)
 	}
@@ -46,13 +46,13 @@ func TestCapacityCommand(t *testing.T) {
 // The regression gate passes an unchanged sweep and fails, with a
 // non-zero exit, one whose knee moved a round earlier.
 func TestCapacityGate(t *testing.T) {
-	base := capDir + "guidellm/benchmarks.json"
+	base := capDir + "constructed/guidellm/benchmarks.json"
 	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base, base)
 	if err != nil || !strings.Contains(out, "regression gate: pass") {
 		t.Fatalf("unchanged: %v\n%s", err, out)
 	}
 	out, _, err = runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base,
-		capDir+"guidellm/regressed.json")
+		capDir+"constructed/guidellm/regressed.json")
 	if !errors.Is(err, errRegressed) || !strings.Contains(out, "regression gate: FAIL") ||
 		!strings.Contains(out, "the knee moved to a lower rate: 14 req/s (round 5), was 17 req/s (round 6)") {
 		t.Fatalf("regressed: %v\n%s", err, out)
