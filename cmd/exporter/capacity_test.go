@@ -54,7 +54,7 @@ func TestCapacityGate(t *testing.T) {
 	out, _, err = runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base,
 		capDir+"constructed/guidellm/regressed.json")
 	if !errors.Is(err, errRegressed) || !strings.Contains(out, "regression gate: FAIL") ||
-		!strings.Contains(out, "the knee moved to a lower rate: 14 req/s (round 5), was 17 req/s (round 6)") {
+		!strings.Contains(out, "rate sweep: the knee moved to a lower load: 14 req/s (round 5), was 17 req/s (round 6)") {
 		t.Fatalf("regressed: %v\n%s", err, out)
 	}
 	for _, bad := range [][]string{
@@ -66,5 +66,41 @@ func TestCapacityGate(t *testing.T) {
 		if _, _, err := runArgs(args...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// Rate and concurrency runs given together are two judgements, each with
+// its own knee: AIPerf 0.10 runs at 0.8, 1.0 and 1.2 req/s and at
+// concurrency 2 and 8 (real exports). Under the test config's TTFT P99 <
+// 500 ms every run passes, so goodput still rises at each sweep's last
+// round: two lower bounds, and no cost at a knee. A baseline of one kind
+// against files of two is refused.
+func TestCapacityMixedLoadKinds(t *testing.T) {
+	var files []string
+	for _, run := range []string{"0.10.0-rate0.8", "0.10.0-rate1.0", "0.10.0-rate1.2", "0.10.0-concurrency2", "0.10.0-concurrency8"} {
+		files = append(files, capDir+"real/aiperf/"+run)
+	}
+	args := append([]string{"capacity", "--config.file", "testdata/capacity/config.yml"}, files...)
+	out, errOut, err := runArgs(args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		"The files hold 2 sweeps of different load kinds; each is judged on its own.",
+		"aiperf rate sweep", "aiperf concurrency sweep",
+		"knee not reached: goodput still rose at the last round (3, 1.2 req/s)",
+		"knee not reached: goodput still rose at the last round (2, concurrency 8)",
+		"cost at the best passing round (round 3, 1.2 req/s; not a knee",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cost at the knee") {
+		t.Errorf("a cost at a knee that was not reached:\n%s", out)
+	}
+	args = append([]string{"capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", files[0]}, files...)
+	if _, _, err := runArgs(args...); err == nil || !strings.Contains(err.Error(), "not of the load kinds") {
+		t.Errorf("a rate baseline against rate and concurrency files: %v", err)
 	}
 }
