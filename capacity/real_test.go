@@ -430,3 +430,55 @@ func TestKneeTieBreak(t *testing.T) {
 		t.Fatalf("concurrency knee %v (%v), want 16", res.KneePoint().Concurrency, err)
 	}
 }
+
+// TestFieldErrors: a field the judgement uses that is missing or of the
+// wrong shape is an error naming the field and the version; fields it does
+// not use may be anything.
+func TestFieldErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, body, want string }{
+		{"guidellm no throughput", `{"metadata":{"guidellm_version":"0.6.1"},"benchmarks":[{"config":{"strategy":{"type_":"constant","rate":2}},"metrics":{}}]}`,
+			"GuideLLM 0.6.1, benchmark 1: metrics.output_tokens_per_second.successful.mean: missing"},
+		{"guidellm constant without rate", `{"benchmarks":[{"config":{"strategy":{"type_":"constant"}},"metrics":{"output_tokens_per_second":{"successful":{"mean":5}}}}]}`,
+			"GuideLLM v0.4+ report (benchmarks[].config), benchmark 1: config.strategy.rate: missing"},
+		{"guidellm synchronous without achieved rate", `{"benchmarks":[{"args":{"strategy":{"type_":"synchronous"}},"metrics":{"output_tokens_per_second":{"successful":{"mean":5}}}}]}`,
+			"GuideLLM v0.3 report (benchmarks[].args), benchmark 1: metrics.requests_per_second.successful.mean: missing, and args.strategy sets no rate"},
+		{"guidellm ttft summary malformed", `{"benchmarks":[{"config":{"strategy":{"type_":"poisson","rate":2}},"metrics":{"output_tokens_per_second":{"successful":{"mean":5}},"time_to_first_token_ms":{"successful":[1,2]}}}]}`,
+			"metrics.time_to_first_token_ms.successful: not a distribution summary"},
+		{"aiperf phases not a list", `{"aiperf_version":"0.11.0","output_token_throughput":{"avg":5},"input_config":{"phases":{"rate":2}}}`,
+			"AIPerf 0.11.0 profile export: input_config.phases: not a list of objects"},
+		{"aiperf request_count fractional", `{"aiperf_version":"0.10.0","output_token_throughput":{"avg":5},"request_count":{"avg":9.5},"input_config":{"loadgen":{"request_rate":2}}}`,
+			"AIPerf 0.10.0 profile export: request_count.avg: not a count of requests"},
+		{"vllm rate garbage", `{"endpoint_type":"openai","request_rate":"fast","request_throughput":2,"output_throughput":10}`,
+			`vllm bench serve result: request_rate: "fast" is not a rate`},
+		{"vllm completed not a count", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"completed":"all"}`,
+			"benchmark_serving.py result: completed: not a number"},
+	}
+	for _, c := range cases {
+		f := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+		if err := os.WriteFile(f, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+	// unused fields of any shape are ignored
+	f := filepath.Join(dir, "lenient.json")
+	_ = os.WriteFile(f, []byte(`{"benchmarks":[{"config":{"strategy":{"type_":"poisson","rate":2},"profile":7},"metrics":{"output_tokens_per_second":{"successful":{"mean":5}},`+
+		`"request_concurrency":"x","text":[1]},"scheduler_state":null,"requests":{"total":"n/a"}}],"args":"?"}`), 0o644)
+	if sw, err := Read(f); err != nil || sw.Points[0].Rate != 2 {
+		t.Errorf("unused fields failed the file: %v", err)
+	}
+	// a vLLM file whose per-request data lists more successes than it
+	// completed is refused when judged
+	f = filepath.Join(dir, "more.json")
+	_ = os.WriteFile(f, []byte(`{"request_rate":2,"request_throughput":2,"output_throughput":10,"duration":1,"completed":1,"ttfts":[0.1,0.2],"output_lens":[5,5],"errors":["",""]}`), 0o644)
+	sw, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Judge(sw, chatSLO); err == nil || !strings.Contains(err.Error(), "lists 2 successful requests but the tool counted 1") {
+		t.Errorf("two listed, one completed: %v", err)
+	}
+}
