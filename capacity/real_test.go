@@ -64,6 +64,7 @@ type realCase struct {
 func realCases() []realCase {
 	g03 := realDir + "guidellm/v0.3-sync-stripped.json"
 	g05 := realDir + "guidellm/v0.5.0.dev0-concurrent4-trimmed.json"
+	g05w := realDir + "guidellm/v0.5.0.dev0-synchronous-warmup-trimmed.json"
 	aip := func(run string) string { return realDir + "aiperf/" + run + "/profile_export_aiperf.json" }
 	aiperfThr := func(f string) func(*testing.T) float64 {
 		return func(t *testing.T) float64 { return rawField(t, f, "output_token_throughput", "avg") }
@@ -94,6 +95,7 @@ func realCases() []realCase {
 				return rawField(t, g05, "benchmarks", 0, "metrics", "output_token_count", "successful", "total_sum") /
 					rawField(t, g05, "benchmarks", 0, "duration")
 			}, counted: 4},
+		{path: g05w, version: "GuideLLM 0.5.0.dev0", kind: LoadRate, load: 0.036111111111111115, published: guideThr(g05w), counted: 26},
 		{path: aip("0.8.0-concurrency1"), version: "AIPerf 0.8.0", kind: LoadConcurrency, load: 1,
 			published: aiperfThr(aip("0.8.0-concurrency1")), totals: aiperfTot(aip("0.8.0-concurrency1")), counted: 10},
 		{path: aip("0.10.0-rate0.8"), version: "AIPerf 0.10.0", kind: LoadRate, load: 0.8, rateSet: true,
@@ -480,5 +482,69 @@ func TestFieldErrors(t *testing.T) {
 	}
 	if _, err := Judge(sw, chatSLO); err == nil || !strings.Contains(err.Error(), "lists 2 successful requests but the tool counted 1") {
 		t.Errorf("two listed, one completed: %v", err)
+	}
+}
+
+// TestGuideLLMWindow: a real GuideLLM 0.5 synchronous run with a 10 %
+// warmup lists all 30 requests it made, but its metrics count the 26 in
+// its measurement window (metrics.request_totals.successful = 26; the
+// first four ended before measure_start_time). The reader keeps those 26
+// by GuideLLM's own rule, and they are the tool's population: their
+// latencies add up to the file's request_latency.successful.total_sum
+// (523.43 s) and their TTFTs to its time_to_first_token_ms total_sum.
+// Judged over all 30 the file would be refused (30 listed, 26 counted).
+func TestGuideLLMWindow(t *testing.T) {
+	f := realDir + "guidellm/v0.5.0.dev0-synchronous-warmup-trimmed.json"
+	var raw struct {
+		Benchmarks []struct {
+			Requests struct {
+				Successful []json.RawMessage `json:"successful"`
+			} `json:"requests"`
+		} `json:"benchmarks"`
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Benchmarks[0].Requests.Successful) != 30 {
+		t.Fatalf("fixture does not list 30 requests: %v", err)
+	}
+	sw, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sw.Points[0]
+	if len(p.Requests) != 26 || p.Counted != 26 {
+		t.Fatalf("%d requests kept, %d counted; want the 26 of the window", len(p.Requests), p.Counted)
+	}
+	var lat, ttft float64
+	for _, q := range p.Requests {
+		lat += q.E2E
+		ttft += q.TTFT
+	}
+	if wantLat := rawField(t, f, "benchmarks", 0, "metrics", "request_latency", "successful", "total_sum"); math.Abs(lat-wantLat) > 1e-9 {
+		t.Errorf("kept requests' latency sum %v, the tool's %v", lat, wantLat)
+	}
+	if wantTTFT := rawField(t, f, "benchmarks", 0, "metrics", "time_to_first_token_ms", "successful", "total_sum") / 1000; math.Abs(ttft-wantTTFT) > 1e-9 {
+		t.Errorf("kept requests' TTFT sum %v s, the tool's %v s", ttft, wantTTFT)
+	}
+	if p.Kind != LoadRate || p.RateSet || p.Strategy != "synchronous" {
+		t.Errorf("synchronous round read as %s, rate set %v, strategy %q", p.Kind, p.RateSet, p.Strategy)
+	}
+	// under TTFT P99 <= 100 ms, the two in-window requests over it
+	// (107.6 and 123.5 ms; every request has 1,024 output tokens) cost
+	// 2/26 of the throughput
+	slo := goodput.SLO{Name: "ttft100", Objectives: []goodput.Objective{{Kind: goodput.KindTTFT, Threshold: 0.1, Target: 0.9}}}
+	res, err := Judge(sw, slo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, want := res.Points[0].Goodput, p.Throughput*24/26; math.Abs(g-want) > 1e-9 {
+		t.Errorf("goodput %v, want %v", g, want)
+	}
+	var out bytes.Buffer
+	_ = res.Write(&out, Sizing{}, "")
+	if !strings.Contains(out.String(), "0.0361 achieved") || !strings.Contains(out.String(), "req/s achieved (synchronous)") {
+		t.Errorf("the synchronous round's rate is not marked achieved:\n%s", out.String())
 	}
 }
