@@ -25,10 +25,12 @@ import (
 //     (total_output_tokens / benchmark_duration), request_count.avg its
 //     count of successful requests, request_throughput.avg the achieved
 //     rate;
-//   - the load is input_config.loadgen.{request_rate, concurrency} up to
-//     0.9, and input_config.phases[] from 0.10: one entry per phase
-//     ({name, type, rate | concurrency, exclude_from_results}), the
-//     warmup excluded from the results;
+//   - the load is input_config.loadgen.{request_rate, concurrency} in 0.8
+//     (and in the source's LoadGeneratorConfig before it), and
+//     input_config.phases[] in 0.10: one entry per phase ({name, type,
+//     rate | concurrency, exclude_from_results}), the warmup excluded
+//     from the results; a file with phases[] is read from it, any other
+//     from loadgen;
 //   - a record is {metadata: {benchmark_phase, …}, metrics: {name: {value,
 //     unit}}, error}; warmup records carry benchmark_phase "warmup".
 //

@@ -13,7 +13,7 @@ import (
 
 // vLLM's serving benchmark result (`vllm bench serve --save-result`, and
 // benchmarks/benchmark_serving.py --save-result before it): one run per
-// file. Checked against vllm-project/vllm's benchmarks/serve.py and
+// file. Checked against vllm-project/vllm's vllm/benchmarks/serve.py and
 // benchmark_serving.py (result_json: request_rate is the number given or
 // the string "inf", burstiness, max_concurrency, then the run's metrics),
 // and against real results of benchmark_serving.py (2025) and vllm bench
