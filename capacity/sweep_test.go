@@ -348,6 +348,9 @@ func TestNoKneeNoCost(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	if strings.Contains(out.String(), ", knee") {
+		t.Errorf("a round marked as the knee where there is none:\n%s", out.String())
+	}
 	if strings.Contains(out.String(), "per million") {
 		t.Errorf("a price with no good tokens:\n%s", out.String())
 	}

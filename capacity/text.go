@@ -132,7 +132,7 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 		if p.Met {
 			verdict = "met"
 		}
-		if i == r.Knee {
+		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), pctCell(&p.Point, goodput.KindTTFT, 99),
