@@ -14,32 +14,31 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
 
-// AIPerf (v0.3 to v0.5) writes profile_export_aiperf.json, one run at one
-// load: each metric an object {unit, avg, p1…p99, min, max, std}, the
-// load in input_config.loadgen, and GPU telemetry when --gpu-telemetry
-// was given. The per-request records are in profile_export.jsonl beside
-// it: {metadata, metrics: {name: {value, unit}}, error}.
+// AIPerf writes profile_export_aiperf.json, one run at one load, with
+// profile_export.jsonl (one record a request) beside it. Checked against
+// ai-dynamo/aiperf's source (LoadGeneratorConfig: request_rate,
+// concurrency) and against real exports of 0.8.0 (schema_version 1.0)
+// and 0.10.0 (schema_version 1.3) (testdata/real/aiperf):
+//
+//   - each metric is an object {unit, avg, p1 … p99, min, max, std};
+//     output_token_throughput.avg is the tool's throughput
+//     (total_output_tokens / benchmark_duration), request_count.avg its
+//     count of successful requests, request_throughput.avg the achieved
+//     rate;
+//   - the load is input_config.loadgen.{request_rate, concurrency} in 0.8
+//     (and in the source's LoadGeneratorConfig before it), and
+//     input_config.phases[] in 0.10: one entry per phase ({name, type,
+//     rate | concurrency, exclude_from_results}), the warmup excluded
+//     from the results; a file with phases[] is read from it, any other
+//     from loadgen;
+//   - a record is {metadata: {benchmark_phase, …}, metrics: {name: {value,
+//     unit}}, error}; warmup records carry benchmark_phase "warmup".
+//
+// GPU power comes from telemetry_data when --gpu-telemetry was given.
+
 type aiperfStat struct {
 	Unit string   `json:"unit"`
 	Avg  *float64 `json:"avg"`
-}
-
-type aiperfExport struct {
-	RequestThroughput *aiperfStat `json:"request_throughput"`
-	OutputThroughput  *aiperfStat `json:"output_token_throughput"`
-	Duration          *aiperfStat `json:"benchmark_duration"`
-	InputConfig       struct {
-		Loadgen struct {
-			RequestRate *float64 `json:"request_rate"`
-		} `json:"loadgen"`
-	} `json:"input_config"`
-	Telemetry *struct {
-		Endpoints map[string]struct {
-			GPUs map[string]struct {
-				Metrics map[string]aiperfStat `json:"metrics"`
-			} `json:"gpus"`
-		} `json:"endpoints"`
-	} `json:"telemetry_data"`
 }
 
 var aiperfKinds = map[string]goodput.Kind{
@@ -67,69 +66,198 @@ func aiperfSeconds(unit string, v float64) (float64, bool) {
 	return 0, false
 }
 
+// aiperfAvg decodes <name>.avg; absent is (0, false).
+func aiperfAvg(top map[string]json.RawMessage, name string) (float64, bool, error) {
+	raw, err := path(top, name, "avg")
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok, err := number(raw)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s.avg: %w", name, err)
+	}
+	return v, ok, nil
+}
+
 func parseAIPerf(body []byte, path string) ([]Point, error) {
-	var e aiperfExport
-	if err := json.Unmarshal(body, &e); err != nil {
+	top, err := obj(body)
+	if err != nil {
 		return nil, fmt.Errorf("AIPerf profile export: %w", err)
 	}
-	var p Point
-	switch {
-	case e.InputConfig.Loadgen.RequestRate != nil:
-		p.Rate = *e.InputConfig.Loadgen.RequestRate
-	case e.RequestThroughput != nil && e.RequestThroughput.Avg != nil:
-		p.Rate = *e.RequestThroughput.Avg // a concurrency run: achieved rate
-	}
-	if e.OutputThroughput == nil || e.OutputThroughput.Avg == nil {
-		return nil, errors.New("no output_token_throughput.avg")
-	}
-	p.Throughput = *e.OutputThroughput.Avg
-	if e.Duration != nil && e.Duration.Avg != nil {
-		p.Duration = *e.Duration.Avg
-	}
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(body, &raw)
-	for name, kind := range aiperfKinds {
-		var m map[string]any
-		if json.Unmarshal(raw[name], &m) != nil {
-			continue
+	version := "AIPerf"
+	if raw := top["aiperf_version"]; raw != nil {
+		var v string
+		if json.Unmarshal(raw, &v) == nil && v != "" {
+			version += " " + v
 		}
-		unit, _ := m["unit"].(string)
-		for k, v := range m {
-			f, ok := v.(float64)
-			if !ok || !strings.HasPrefix(k, "p") {
+	}
+	pts, err := aiperfPoint(top, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s profile export: %w", version, err)
+	}
+	pts.Version = version
+	if err := checkPoint(&pts, version+" profile export"); err != nil {
+		return nil, err
+	}
+	return []Point{pts}, nil
+}
+
+func aiperfPoint(top map[string]json.RawMessage, file string) (Point, error) {
+	p := Point{Kind: LoadRate}
+	thr, ok, err := aiperfAvg(top, "output_token_throughput")
+	if err != nil {
+		return p, err
+	}
+	if !ok {
+		return p, errors.New("output_token_throughput.avg: missing")
+	}
+	p.Throughput = thr
+	achieved, hasAchieved, err := aiperfAvg(top, "request_throughput")
+	if err != nil {
+		return p, err
+	}
+	if d, ok, err := aiperfAvg(top, "benchmark_duration"); err != nil {
+		return p, err
+	} else if ok {
+		p.Duration = d
+	}
+	raw, err := path(top, "request_count", "avg")
+	if err != nil {
+		return p, err
+	}
+	if n, ok, err := count(raw); err != nil {
+		return p, fmt.Errorf("request_count.avg: %w", err)
+	} else if ok {
+		p.Counted, p.CountKnown = n, true
+	}
+
+	rate, conc, field, err := aiperfLoad(top)
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case rate > 0:
+		p.Rate, p.RateSet, p.Concurrency = rate, true, conc
+	case conc > 0:
+		p.Kind, p.Concurrency = LoadConcurrency, conc
+		if hasAchieved {
+			p.Rate = achieved
+		}
+	case hasAchieved:
+		p.Rate = achieved // no load recorded: the achieved rate stands for it
+	default:
+		return p, fmt.Errorf("%s records no request_rate or concurrency, and request_throughput.avg is missing", field)
+	}
+
+	for name, kind := range aiperfKinds {
+		m, err := obj(top[name])
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", name, err)
+		}
+		var unit string
+		_ = json.Unmarshal(m["unit"], &unit)
+		for k, raw := range m {
+			if !strings.HasPrefix(k, "p") {
 				continue
 			}
 			var pct float64
 			if _, err := fmt.Sscanf(k[1:], "%g", &pct); err != nil || !(pct > 0 && pct < 100) {
 				continue
 			}
-			if s, ok := aiperfSeconds(unit, f); ok {
+			v, ok, err := number(raw)
+			if err != nil {
+				return p, fmt.Errorf("%s.%s: %w", name, k, err)
+			}
+			if s, known := aiperfSeconds(unit, v); ok && known {
 				p.setPct(kind, pct, s)
 			}
 		}
 	}
-	if t := e.Telemetry; t != nil && p.Duration > 0 {
-		var watts float64
-		for _, ep := range t.Endpoints {
-			for _, g := range ep.GPUs {
-				if m, ok := g.Metrics["gpu_power_usage"]; ok && m.Avg != nil && finite(*m.Avg) {
-					watts += *m.Avg
+
+	if p.Duration > 0 {
+		var t struct {
+			Endpoints map[string]struct {
+				GPUs map[string]struct {
+					Metrics map[string]aiperfStat `json:"metrics"`
+				} `json:"gpus"`
+			} `json:"endpoints"`
+		}
+		if json.Unmarshal(top["telemetry_data"], &t) == nil {
+			var watts float64
+			for _, ep := range t.Endpoints {
+				for _, g := range ep.GPUs {
+					if m, ok := g.Metrics["gpu_power_usage"]; ok && m.Avg != nil && finite(*m.Avg) {
+						watts += *m.Avg
+					}
 				}
 			}
+			p.EnergyJoules = watts * p.Duration
 		}
-		p.EnergyJoules = watts * p.Duration
 	}
-	if path != "" {
-		reqs, err := readAIPerfRecords(filepath.Join(filepath.Dir(path), "profile_export.jsonl"))
+	if file != "" {
+		reqs, err := readAIPerfRecords(filepath.Join(filepath.Dir(file), "profile_export.jsonl"))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return p, err
 		}
 		p.Requests = reqs
 	}
-	if err := checkPoint(&p, "profile export"); err != nil {
-		return nil, err
+	return p, nil
+}
+
+// aiperfLoad reads the load the run was given: the measured phase of
+// input_config.phases[] (0.10 and later), else input_config.loadgen.
+// field names where it was found, for errors.
+func aiperfLoad(top map[string]json.RawMessage) (rate, conc float64, field string, err error) {
+	field = "input_config.loadgen"
+	rawPhases, err := path(top, "input_config", "phases")
+	if err != nil {
+		return 0, 0, field, err
 	}
-	return []Point{p}, nil
+	if rawPhases != nil {
+		field = "input_config.phases"
+		var phases []map[string]json.RawMessage
+		if err := json.Unmarshal(rawPhases, &phases); err != nil {
+			return 0, 0, field, fmt.Errorf("%s: not a list of objects", field)
+		}
+		found := false
+		for i, ph := range phases {
+			var excluded bool
+			_ = json.Unmarshal(ph["exclude_from_results"], &excluded)
+			var name string
+			_ = json.Unmarshal(ph["name"], &name)
+			if excluded || name == "warmup" {
+				continue
+			}
+			r, _, err := number(ph["rate"])
+			if err != nil {
+				return 0, 0, field, fmt.Errorf("%s[%d].rate: %w", field, i, err)
+			}
+			c, _, err := number(ph["concurrency"])
+			if err != nil {
+				return 0, 0, field, fmt.Errorf("%s[%d].concurrency: %w", field, i, err)
+			}
+			if found && (r != rate || c != conc) {
+				return 0, 0, field, fmt.Errorf("%s: more than one measured phase, at different loads; give one run per load", field)
+			}
+			rate, conc, found = r, c, true
+		}
+		return rate, conc, field, nil
+	}
+	lg, err := path(top, "input_config", "loadgen")
+	if err != nil {
+		return 0, 0, field, err
+	}
+	m, err := obj(lg)
+	if err != nil {
+		return 0, 0, field, fmt.Errorf("%s: %w", field, err)
+	}
+	if rate, _, err = number(m["request_rate"]); err != nil {
+		return 0, 0, field, fmt.Errorf("%s.request_rate: %w", field, err)
+	}
+	if conc, _, err = number(m["concurrency"]); err != nil {
+		return 0, 0, field, fmt.Errorf("%s.concurrency: %w", field, err)
+	}
+	return rate, conc, field, nil
 }
 
 type aiperfValue struct {
@@ -148,6 +276,9 @@ func (v aiperfValue) seconds() float64 {
 	return math.NaN()
 }
 
+// readAIPerfRecords reads the records of the measured phase; warmup
+// records (metadata.benchmark_phase "warmup") are not the population the
+// export's metrics count.
 func readAIPerfRecords(path string) ([]Request, error) {
 	body, err := readFile(path)
 	if err != nil {
@@ -164,14 +295,21 @@ func readAIPerfRecords(path string) ([]Request, error) {
 			continue
 		}
 		var rec struct {
+			Metadata struct {
+				Phase     string `json:"benchmark_phase"`
+				Cancelled bool   `json:"was_cancelled"`
+			} `json:"metadata"`
 			Metrics map[string]aiperfValue `json:"metrics"`
 			Error   json.RawMessage        `json:"error"`
 		}
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
+		if rec.Metadata.Phase != "" && rec.Metadata.Phase != "profiling" {
+			continue
+		}
 		q := Request{TTFT: math.NaN(), TPOT: math.NaN(), ITL: math.NaN(), E2E: math.NaN()}
-		if len(rec.Error) > 0 && string(rec.Error) != "null" {
+		if !isNull(rec.Error) || rec.Metadata.Cancelled {
 			q.Failed = true
 			out = append(out, q)
 			continue
@@ -191,7 +329,7 @@ func readAIPerfRecords(path string) ([]Request, error) {
 			v, ok = rec.Metrics["output_token_count"]
 		}
 		if !ok || json.Unmarshal(v.Value, &q.OutputTokens) != nil {
-			return nil, fmt.Errorf("%s:%d: no output_sequence_length", path, line)
+			return nil, fmt.Errorf("%s:%d: metrics.output_sequence_length: missing", path, line)
 		}
 		out = append(out, q)
 	}

@@ -12,37 +12,28 @@ import (
 )
 
 // GuideLLM's benchmarks report (`guidellm benchmark --output-path
-// benchmarks.json|.yaml`), as written by v0.3 (benchmarks[].args.strategy)
-// and v0.4/v0.5 (benchmarks[].config.strategy): each benchmark holds its
-// strategy's rate, metrics as status distribution summaries (successful.
-// mean/median/percentiles.pNN) and, unless sampled away, the successful,
-// incomplete and errored requests with their own timings.
-type guideReport struct {
-	Benchmarks []guideBenchmark `json:"benchmarks"`
-}
-
-type guideBenchmark struct {
-	Config   *guideConfig `json:"config"` // v0.4+
-	Args     *guideConfig `json:"args"`   // v0.3
-	Duration *float64     `json:"duration"`
-	Start    *float64     `json:"start_time"`
-	End      *float64     `json:"end_time"`
-	Metrics  map[string]struct {
-		Successful *guideDist `json:"successful"`
-	} `json:"metrics"`
-	Requests *struct {
-		Successful []guideRequest `json:"successful"`
-		Incomplete []guideRequest `json:"incomplete"`
-		Errored    []guideRequest `json:"errored"`
-	} `json:"requests"`
-}
-
-type guideConfig struct {
-	Strategy struct {
-		Type string   `json:"type_"`
-		Rate *float64 `json:"rate"`
-	} `json:"strategy"`
-}
+// benchmarks.json|.yaml`, `guidellm run --output kind=json`). Checked
+// against vllm-project/guidellm's source at v0.3.0, v0.4.0, v0.5.0 and
+// main (after v0.7.3), and against real reports of v0.3 and 0.5.0.dev0
+// (testdata/real/guidellm):
+//
+//   - v0.3 keeps the strategy under benchmarks[].args.strategy and the
+//     request counts at benchmarks[].request_totals; v0.4 and later under
+//     benchmarks[].config.strategy and benchmarks[].metrics.request_totals
+//     (GenerativeMetrics.request_totals: StatusBreakdown[int, int, int,
+//     int], successful/incomplete/errored/total).
+//   - A strategy is {type_, rate} for constant and poisson, {type_,
+//     streams} for concurrent, {type_} for synchronous and throughput.
+//   - metrics.<name>.successful is a distribution summary {mean, median,
+//     percentiles: {p50, p90, p95, p99, p999}}; output_tokens_per_second
+//     is the tool's throughput over its measurement window.
+//   - requests.{successful, incomplete, errored}[] are per-request stats
+//     (possibly a sample: --sample-requests), which may include requests
+//     outside the measurement window; each carries request_start_time and
+//     request_end_time (v0.3: start_time, end_time), and the benchmark's
+//     start_time and end_time are the window's bounds.
+//
+// Only the fields above are decoded; anything else may change shape.
 
 type guideDist struct {
 	Mean        *float64           `json:"mean"`
@@ -58,6 +49,10 @@ type guideRequest struct {
 	OutputUsage  *struct {
 		TextTokens *float64 `json:"text_tokens"`
 	} `json:"output_metrics"`
+	Start    *float64 `json:"request_start_time"`
+	End      *float64 `json:"request_end_time"`
+	StartV03 *float64 `json:"start_time"`
+	EndV03   *float64 `json:"end_time"`
 }
 
 // guidePct maps GuideLLM's percentile keys to percentiles.
@@ -86,88 +81,283 @@ func orNaN(p *float64) float64 {
 }
 
 func parseGuideLLM(body []byte) ([]Point, error) {
-	var rep guideReport
-	if err := json.Unmarshal(body, &rep); err != nil {
+	top, err := obj(body)
+	if err != nil {
 		return nil, fmt.Errorf("GuideLLM report: %w", err)
 	}
-	if len(rep.Benchmarks) == 0 {
+	var benches []json.RawMessage
+	if err := json.Unmarshal(top["benchmarks"], &benches); err != nil {
+		return nil, errors.New("GuideLLM report: benchmarks: not a list")
+	}
+	if len(benches) == 0 {
 		return nil, errors.New("GuideLLM report holds no benchmarks")
 	}
-	out := make([]Point, 0, len(rep.Benchmarks))
-	for i, b := range rep.Benchmarks {
-		what := fmt.Sprintf("benchmark %d", i+1)
-		cfg := b.Config
-		if cfg == nil {
-			cfg = b.Args
+	version := guideVersion(top, benches[0])
+	out := make([]Point, 0, len(benches))
+	for i, raw := range benches {
+		p, err := guideBenchmark(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s, benchmark %d: %w", version, i+1, err)
 		}
-		var p Point
-		if cfg != nil && cfg.Strategy.Rate != nil {
-			p.Rate = *cfg.Strategy.Rate
-		} else if m := b.Metrics["requests_per_second"].Successful; m != nil && m.Mean != nil {
-			// synchronous and throughput strategies have no set rate:
-			// the achieved one stands for it
-			p.Rate = *m.Mean
-		}
-		if m := b.Metrics["output_tokens_per_second"].Successful; m != nil && m.Mean != nil {
-			p.Throughput = *m.Mean
-		} else {
-			return nil, fmt.Errorf("%s: no metrics.output_tokens_per_second.successful.mean", what)
-		}
-		switch {
-		case b.Duration != nil:
-			p.Duration = *b.Duration
-		case b.Start != nil && b.End != nil:
-			p.Duration = *b.End - *b.Start
-		}
-		// GuideLLM's time_per_output_token_ms counts the first token;
-		// its inter_token_latency_ms is the mean gap after it, which is
-		// what tpot means here (vLLM's definition), and per request what
-		// itl is judged on.
-		for name, kind := range map[string]goodput.Kind{
-			"time_to_first_token_ms": goodput.KindTTFT, "inter_token_latency_ms": goodput.KindITL,
-			"request_latency": goodput.KindE2E,
-		} {
-			d := b.Metrics[name].Successful
-			if d == nil {
-				continue
-			}
-			scale := 1e-3
-			if kind == goodput.KindE2E {
-				scale = 1 // GuideLLM's request_latency is in seconds
-			}
-			kinds := []goodput.Kind{kind}
-			if kind == goodput.KindITL {
-				kinds = append(kinds, goodput.KindTPOT)
-			}
-			for _, kind := range kinds {
-				if d.Median != nil {
-					p.setPct(kind, 50, *d.Median*scale)
-				}
-				for k, v := range d.Percentiles {
-					if pct, ok := guidePct[k]; ok {
-						p.setPct(kind, pct, v*scale)
-					}
-				}
-			}
-		}
-		if r := b.Requests; r != nil && len(r.Successful)+len(r.Errored)+len(r.Incomplete) > 0 {
-			p.Requests = make([]Request, 0, len(r.Successful)+len(r.Errored)+len(r.Incomplete))
-			for _, q := range r.Successful {
-				tok := orNaN(q.OutputTokens)
-				if q.OutputTokens == nil && q.OutputUsage != nil {
-					tok = orNaN(q.OutputUsage.TextTokens)
-				}
-				p.Requests = append(p.Requests, Request{TTFT: ms(q.TTFTms), TPOT: ms(q.ITLms), ITL: ms(q.ITLms),
-					E2E: orNaN(q.Latency), OutputTokens: tok})
-			}
-			for range len(r.Errored) + len(r.Incomplete) {
-				p.Requests = append(p.Requests, Request{TTFT: math.NaN(), TPOT: math.NaN(), ITL: math.NaN(), E2E: math.NaN(), Failed: true})
-			}
-		}
-		if err := checkPoint(&p, what); err != nil {
+		p.Version = version
+		if err := checkPoint(&p, fmt.Sprintf("%s, benchmark %d", version, i+1)); err != nil {
 			return nil, err
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// guideVersion names the version that wrote the report: metadata's
+// guidellm_version where there is one (0.5 and later), else the layout.
+func guideVersion(top map[string]json.RawMessage, first json.RawMessage) string {
+	if raw, _ := path(top, "metadata", "guidellm_version"); raw != nil {
+		var v string
+		if json.Unmarshal(raw, &v) == nil && v != "" {
+			return "GuideLLM " + v
+		}
+	}
+	if b, err := obj(first); err == nil {
+		if b["config"] != nil {
+			return "GuideLLM v0.4+ report (benchmarks[].config)"
+		}
+		if b["args"] != nil {
+			return "GuideLLM v0.3 report (benchmarks[].args)"
+		}
+	}
+	return "GuideLLM report"
+}
+
+// guideMetric decodes metrics.<name>.successful; nil when absent.
+func guideMetric(metrics map[string]json.RawMessage, name string) (*guideDist, error) {
+	raw, err := path(metrics, name, "successful")
+	if err != nil {
+		return nil, fmt.Errorf("metrics.%w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	var d guideDist
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("metrics.%s.successful: not a distribution summary", name)
+	}
+	return &d, nil
+}
+
+func guideBenchmark(raw json.RawMessage) (Point, error) {
+	p := Point{Kind: LoadRate}
+	b, err := obj(raw)
+	if err != nil {
+		return p, err
+	}
+	metrics, err := obj(b["metrics"])
+	if err != nil {
+		return p, errors.New("metrics: not an object")
+	}
+	thr, err := guideMetric(metrics, "output_tokens_per_second")
+	if err != nil {
+		return p, err
+	}
+	if thr == nil || thr.Mean == nil {
+		return p, errors.New("metrics.output_tokens_per_second.successful.mean: missing")
+	}
+	p.Throughput = *thr.Mean
+	rps, err := guideMetric(metrics, "requests_per_second")
+	if err != nil {
+		return p, err
+	}
+	achieved := math.NaN()
+	if rps != nil && rps.Mean != nil {
+		achieved = *rps.Mean
+	}
+	if err := guideStrategy(b, &p, achieved); err != nil {
+		return p, err
+	}
+
+	// The tool's count of successful requests in its window.
+	for _, where := range [][]string{{"metrics", "request_totals", "successful"}, {"request_totals", "successful"}} {
+		raw, err := path(b, where...)
+		if err != nil {
+			return p, err
+		}
+		n, ok, err := count(raw)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", joinPath(where), err)
+		}
+		if ok {
+			p.Counted, p.CountKnown = n, true
+			break
+		}
+	}
+
+	start, hasStart, err := number(b["start_time"])
+	if err != nil {
+		return p, fmt.Errorf("start_time: %w", err)
+	}
+	end, hasEnd, err := number(b["end_time"])
+	if err != nil {
+		return p, fmt.Errorf("end_time: %w", err)
+	}
+	if d, ok, err := number(b["duration"]); err != nil {
+		return p, fmt.Errorf("duration: %w", err)
+	} else if ok {
+		p.Duration = d
+	} else if hasStart && hasEnd {
+		p.Duration = end - start
+	}
+
+	// GuideLLM's time_per_output_token_ms counts the first token; its
+	// inter_token_latency_ms is the mean gap after it, which is what tpot
+	// means here (vLLM's definition), and per request what itl is judged
+	// on. request_latency is in seconds.
+	for _, m := range []struct {
+		name  string
+		kinds []goodput.Kind
+		scale float64
+	}{
+		{"time_to_first_token_ms", []goodput.Kind{goodput.KindTTFT}, 1e-3},
+		{"inter_token_latency_ms", []goodput.Kind{goodput.KindITL, goodput.KindTPOT}, 1e-3},
+		{"request_latency", []goodput.Kind{goodput.KindE2E}, 1},
+	} {
+		d, err := guideMetric(metrics, m.name)
+		if err != nil {
+			return p, err
+		}
+		if d == nil {
+			continue
+		}
+		for _, kind := range m.kinds {
+			if d.Median != nil {
+				p.setPct(kind, 50, *d.Median*m.scale)
+			}
+			for k, v := range d.Percentiles {
+				if pct, ok := guidePct[k]; ok {
+					p.setPct(kind, pct, v*m.scale)
+				}
+			}
+		}
+	}
+
+	reqs, err := obj(b["requests"])
+	if err != nil {
+		return p, errors.New("requests: not an object")
+	}
+	inWindow := func(q guideRequest) bool {
+		s, e := q.Start, q.End
+		if s == nil {
+			s = q.StartV03
+		}
+		if e == nil {
+			e = q.EndV03
+		}
+		if !hasStart || !hasEnd || e == nil {
+			return true
+		}
+		// GuideLLM's own rule (get_within_range): it ended after the
+		// window opened and started before it closed.
+		return *e >= start && (s == nil && *e <= end || s != nil && *s <= end)
+	}
+	for _, status := range []string{"successful", "errored", "incomplete"} {
+		var list []json.RawMessage
+		if raw := reqs[status]; !isNull(raw) {
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return p, fmt.Errorf("requests.%s: not a list", status)
+			}
+		}
+		for j, raw := range list {
+			var q guideRequest
+			if err := json.Unmarshal(raw, &q); err != nil {
+				return p, fmt.Errorf("requests.%s[%d]: %w", status, j, err)
+			}
+			if !inWindow(q) {
+				continue
+			}
+			if p.Requests == nil {
+				p.Requests = []Request{}
+			}
+			if status != "successful" {
+				p.Requests = append(p.Requests, Request{TTFT: math.NaN(), TPOT: math.NaN(), ITL: math.NaN(), E2E: math.NaN(), Failed: true})
+				continue
+			}
+			tok := orNaN(q.OutputTokens)
+			if q.OutputTokens == nil && q.OutputUsage != nil {
+				tok = orNaN(q.OutputUsage.TextTokens)
+			}
+			if math.IsNaN(tok) {
+				return p, fmt.Errorf("requests.successful[%d].output_tokens: missing", j)
+			}
+			p.Requests = append(p.Requests, Request{TTFT: ms(q.TTFTms), TPOT: ms(q.ITLms), ITL: ms(q.ITLms),
+				E2E: orNaN(q.Latency), OutputTokens: tok})
+		}
+	}
+	if len(p.Requests) == 0 {
+		p.Requests = nil
+	}
+	return p, nil
+}
+
+// guideStrategy sets the round's load from its strategy: constant and
+// poisson set a rate, concurrent a concurrency; synchronous and throughput
+// set neither, and their achieved rate stands for the offered one.
+func guideStrategy(b map[string]json.RawMessage, p *Point, achieved float64) error {
+	field := "config.strategy"
+	raw, err := path(b, "config", "strategy")
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		field = "args.strategy"
+		if raw, err = path(b, "args", "strategy"); err != nil {
+			return err
+		}
+	}
+	st, err := obj(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	var typ string
+	if t := st["type_"]; t != nil && json.Unmarshal(t, &typ) != nil {
+		return fmt.Errorf("%s.type_: not a string", field)
+	}
+	useAchieved := func() error {
+		if math.IsNaN(achieved) {
+			return fmt.Errorf("metrics.requests_per_second.successful.mean: missing, and %s sets no rate", field)
+		}
+		p.Rate = achieved
+		return nil
+	}
+	switch typ {
+	case "constant", "poisson", "async":
+		rate, ok, err := number(st["rate"])
+		if err != nil || !ok {
+			return fmt.Errorf("%s.rate: missing or not a number for a %s strategy", field, typ)
+		}
+		p.Rate, p.RateSet = rate, true
+		if c, ok, _ := number(st["max_concurrency"]); ok {
+			p.Concurrency = c
+		}
+		return nil
+	case "concurrent":
+		streams, ok, err := number(st["streams"])
+		if err != nil || !ok {
+			return fmt.Errorf("%s.streams: missing or not a number for a concurrent strategy", field)
+		}
+		p.Kind, p.Concurrency = LoadConcurrency, streams
+		if !math.IsNaN(achieved) {
+			p.Rate = achieved
+		}
+		return nil
+	case "throughput":
+		p.MaxThroughput = true
+	}
+	p.Strategy = typ
+	return useAchieved()
+}
+
+func joinPath(keys []string) string {
+	s := keys[0]
+	for _, k := range keys[1:] {
+		s += "." + k
+	}
+	return s
 }

@@ -1,9 +1,11 @@
 package capacity
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -15,36 +17,57 @@ type Judged struct {
 	// otherwise each objective's percentile was judged and the point's
 	// whole throughput counts as good when every one met its threshold.
 	Exact bool
+	// Listed is the number of successful requests the per-request data
+	// holds; Sampled is true when that is fewer than the tool counted, so
+	// the good share is estimated from a sample.
+	Listed  int
+	Sampled bool
 	// Attainment per objective, in SLO order: the share of requests
 	// meeting it (Exact), or 1/0 for a percentile met or missed.
 	Attainment []float64
 	Met        bool
-	Goodput    float64 // output tokens/s of requests meeting every objective
+	// Goodput is output tokens/s of requests meeting every objective:
+	// the round's throughput times the share of its successful requests'
+	// output tokens that met every objective, so goodput and throughput
+	// are over the same requests and goodput never exceeds throughput.
+	Goodput float64
 }
 
-// Result is a sweep judged against one SLO.
+// Result is a sweep of one load kind judged against one SLO.
 type Result struct {
 	Tool   Tool
+	Kind   LoadKind
 	SLO    goodput.SLO
 	Points []Judged
-	// Knee indexes the point with the highest goodput (ties to the lower
-	// rate).
+	// Knee indexes the point with the highest goodput; of rounds with
+	// equal goodput, the one at the lowest load.
 	Knee int
 	// KneeReached is false when the knee is the sweep's last point:
 	// goodput was still rising, so the true knee lies at or beyond it and
-	// its goodput is a lower bound.
+	// its goodput is a lower bound. It is false too when no round had any
+	// goodput: then there is no knee at all.
 	KneeReached bool
-	// Safe indexes the highest-rate point that met the SLO; -1 when none.
+	// Safe indexes the highest-load point that met the SLO; -1 when none.
 	Safe int
 }
 
 // KneePoint is the point at the knee.
 func (r *Result) KneePoint() *Judged { return &r.Points[r.Knee] }
 
-// Judge judges every point of the sweep against slo.
+// Judge judges every point of a sweep of one load kind against slo. A
+// sweep that mixes rate and concurrency rounds is refused: their knees are
+// on different axes (JudgeEach judges each kind apart).
 func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 	if sw == nil || len(sw.Points) == 0 {
 		return nil, errors.New("empty sweep")
+	}
+	if kinds := sw.Kinds(); len(kinds) > 1 {
+		n := map[LoadKind]int{}
+		for _, p := range sw.Points {
+			n[p.Kind]++
+		}
+		return nil, fmt.Errorf("the files mix a rate sweep (%d rounds) and a concurrency sweep (%d rounds); "+
+			"their knees are on different axes, so they are judged apart, never as one sweep", n[LoadRate], n[LoadConcurrency])
 	}
 	if len(slo.Objectives) == 0 {
 		return nil, fmt.Errorf("SLO %q has no objectives", slo.Name)
@@ -57,9 +80,10 @@ func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 			return nil, fmt.Errorf("SLO %q: %s target %v is not in (0,1)", slo.Name, o.Kind, o.Target)
 		}
 	}
-	res := &Result{Tool: sw.Tool, SLO: slo, Safe: -1}
-	steps := make([]goodput.SweepStep, len(sw.Points))
-	for i, p := range sw.Points {
+	res := &Result{Tool: sw.Tool, Kind: sw.Points[0].Kind, SLO: slo, Safe: -1}
+	pts := slices.Clone(sw.Points)
+	slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.Load(), b.Load()) })
+	for i, p := range pts {
 		var (
 			j   Judged
 			err error
@@ -70,23 +94,42 @@ func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 			j, err = judgePercentiles(p, slo)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("round %d (%g req/s, %s): %w", p.Round, p.Rate, p.Source, err)
+			return nil, fmt.Errorf("round %d (%s, %s): %w", p.Round, LoadText(&p), p.Source, err)
+		}
+		if j.Goodput > j.Throughput*(1+1e-9) {
+			return nil, fmt.Errorf("round %d (%s, %s): goodput %g tok/s above the round's throughput %g tok/s; the file is not consistent",
+				p.Round, LoadText(&p), p.Source, j.Goodput, j.Throughput)
 		}
 		res.Points = append(res.Points, j)
-		steps[i] = goodput.SweepStep{Rate: p.Rate, Throughput: p.Throughput, Goodput: j.Goodput}
 		if j.Met {
 			res.Safe = i
 		}
-	}
-	knee, _ := goodput.Knee(steps)
-	for i, s := range steps {
-		if s == knee {
+		// the highest goodput; a tie goes to the lower load: the points
+		// are in increasing load, and only a strictly higher goodput
+		// moves the knee on
+		if i == 0 || j.Goodput > res.Points[res.Knee].Goodput {
 			res.Knee = i
-			break
 		}
 	}
-	res.KneeReached = res.Knee < len(steps)-1
+	res.KneeReached = res.Knee < len(res.Points)-1 && res.Points[res.Knee].Goodput > 0
 	return res, nil
+}
+
+// JudgeEach judges each load kind of the sweep apart: a rate sweep and a
+// concurrency sweep, rate first.
+func JudgeEach(sw *Sweep, slo goodput.SLO) ([]*Result, error) {
+	if sw == nil || len(sw.Points) == 0 {
+		return nil, errors.New("empty sweep")
+	}
+	var out []*Result
+	for _, sub := range sw.Split() {
+		r, err := Judge(sub, slo)
+		if err != nil {
+			return nil, fmt.Errorf("%s sweep: %w", sub.Points[0].Kind, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func latencyOf(r Request, k goodput.Kind) float64 {
@@ -108,6 +151,16 @@ func judgeExact(p Point, slo goodput.SLO) (Judged, error) {
 	good := make([]bool, len(p.Requests))
 	for i, r := range p.Requests {
 		good[i] = !r.Failed
+		if !r.Failed {
+			j.Listed++
+		}
+	}
+	if p.CountKnown {
+		if j.Listed > p.Counted {
+			return j, fmt.Errorf("the per-request data lists %d successful requests but the tool counted %d in the round; "+
+				"goodput and throughput would not be over the same requests", j.Listed, p.Counted)
+		}
+		j.Sampled = j.Listed < p.Counted
 	}
 	for _, o := range slo.Objectives {
 		var judged, met float64
@@ -142,13 +195,19 @@ func judgeExact(p Point, slo goodput.SLO) (Judged, error) {
 			j.Met = false
 		}
 	}
-	var tokens float64
+	var tokens, goodTokens float64
 	for i, r := range p.Requests {
+		if r.Failed {
+			continue
+		}
+		tokens += r.OutputTokens
 		if good[i] {
-			tokens += r.OutputTokens
+			goodTokens += r.OutputTokens
 		}
 	}
-	j.Goodput = tokens / p.Duration
+	if tokens > 0 {
+		j.Goodput = p.Throughput * (goodTokens / tokens)
+	}
 	return j, nil
 }
 
@@ -178,24 +237,48 @@ func judgePercentiles(p Point, slo goodput.SLO) (Judged, error) {
 
 // Sizing is what the knee means for a fleet.
 type Sizing struct {
-	Peak     float64 // goodput needed at peak, tok/s; 0 when not asked
+	Peak float64 // goodput needed at peak, tok/s; 0 when not asked
+	// Replicas for Peak; 0 when no round had goodput to size from.
 	Replicas int
+	// At indexes the round the cost and energy are of: the knee where it
+	// was reached (AtKnee); otherwise the passing round with the most
+	// goodput, -1 when no round passed.
+	At     int
+	AtKnee bool
 	// HourlyCost is a replica's price; CostPerMillion the cost of a
-	// million good tokens at the knee. HasCost is false without a price.
+	// million good tokens at round At. HasCost is false without a price
+	// or without such a round.
 	HourlyCost     float64
 	CostPerMillion float64
 	HasCost        bool
-	// JoulesPerToken is GPU energy per good token at the knee; 0 when the
-	// file has no energy for the knee's window.
+	// JoulesPerToken is GPU energy per good token at round At; 0 when the
+	// file has no energy for its window.
 	JoulesPerToken float64
 }
 
+// BestPassing indexes the round that met the SLO with the most goodput
+// (ties to the lower load); -1 when none met it.
+func (r *Result) BestPassing() int {
+	best := -1
+	for i := range r.Points {
+		if r.Points[i].Met && (best < 0 || r.Points[i].Goodput > r.Points[best].Goodput) {
+			best = i
+		}
+	}
+	return best
+}
+
 // Size sizes a fleet from the knee: replicas for peak tok/s of goodput,
-// and the cost per million good tokens at hourly per replica (<= 0: none).
+// and the cost per million good tokens at hourly per replica (<= 0:
+// none). Where the knee was not reached, the cost and energy are those of
+// the best passing round, not of a knee.
 func (r *Result) Size(peak, hourly float64) (Sizing, error) {
 	k := r.KneePoint()
-	s := Sizing{Peak: peak}
-	if peak > 0 {
+	s := Sizing{Peak: peak, At: r.Knee, AtKnee: r.KneeReached}
+	if !r.KneeReached {
+		s.At = r.BestPassing()
+	}
+	if peak > 0 && k.Goodput > 0 {
 		n, err := goodput.Replicas(peak, k.Goodput)
 		if err != nil {
 			return s, fmt.Errorf("replicas: %w", err)
@@ -204,23 +287,33 @@ func (r *Result) Size(peak, hourly float64) (Sizing, error) {
 	}
 	if hourly > 0 {
 		s.HourlyCost = hourly
-		s.CostPerMillion, s.HasCost = goodput.CostPerMillionGoodTokens(hourly, k.Goodput)
 	}
-	if good := k.Goodput * k.Duration; k.EnergyJoules > 0 && good > 0 {
-		s.JoulesPerToken = k.EnergyJoules / good
+	if s.At < 0 {
+		return s, nil
+	}
+	at := &r.Points[s.At]
+	if hourly > 0 {
+		s.CostPerMillion, s.HasCost = goodput.CostPerMillionGoodTokens(hourly, at.Goodput)
+	}
+	if good := at.Goodput * at.Duration; at.EnergyJoules > 0 && good > 0 {
+		s.JoulesPerToken = at.EnergyJoules / good
 	}
 	return s, nil
 }
 
 // Compare is the regression gate: it lists how cur regressed from base.
-// The knee regressed when it moved to a lower rate, or when its goodput
-// fell by more than maxDrop (0.05 is 5 %). Empty means cur passes.
+// The knee regressed when it moved to a lower load, or when its goodput
+// fell by more than maxDrop (0.05 is 5 %). Empty means cur passes. Sweeps
+// of different load kinds are not comparable, and say so.
 func Compare(base, cur *Result, maxDrop float64) []string {
+	if base.Kind != cur.Kind {
+		return []string{fmt.Sprintf("the baseline is a %s sweep and this a %s sweep; they cannot be compared", base.Kind, cur.Kind)}
+	}
 	var out []string
 	b, c := base.KneePoint(), cur.KneePoint()
-	if c.Rate < b.Rate {
-		out = append(out, fmt.Sprintf("the knee moved to a lower rate: %g req/s (round %d), was %g req/s (round %d)",
-			c.Rate, c.Round, b.Rate, b.Round))
+	if c.Load() < b.Load() {
+		out = append(out, fmt.Sprintf("the knee moved to a lower load: %s (round %d), was %s (round %d)",
+			LoadText(&c.Point), c.Round, LoadText(&b.Point), b.Round))
 	}
 	if c.Goodput < b.Goodput*(1-maxDrop) {
 		out = append(out, fmt.Sprintf("goodput at the knee fell %.1f%%: %s tok/s, was %s tok/s (allowed: %.1f%%)",

@@ -47,10 +47,10 @@ func judge(t *testing.T, paths ...string) *Result {
 // round 7 attains 136/200 = 68 %: the safe capacity is round 6 too.
 func TestWorkedExample(t *testing.T) {
 	for name, paths := range map[string][]string{
-		"guidellm":      {"testdata/guidellm/benchmarks.json"},
-		"guidellm-yaml": {"testdata/guidellm/benchmarks.yaml"},
-		"vllm":          glob(t, "testdata/vllm/round*.json"),
-		"aiperf":        glob(t, "testdata/aiperf/round*"),
+		"guidellm":      {"testdata/constructed/guidellm/benchmarks.json"},
+		"guidellm-yaml": {"testdata/constructed/guidellm/benchmarks.yaml"},
+		"vllm":          glob(t, "testdata/constructed/vllm/round*.json"),
+		"aiperf":        glob(t, "testdata/constructed/aiperf/round*"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := judge(t, paths...)
@@ -87,7 +87,7 @@ func TestWorkedExample(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"knee: round 6 at 17 req/s, 3,330 tok/s of goodput", "replicas for 20,000 tok/s at peak: 6",
-				"0.92 EUR per million good tokens", "goodput is exact"} {
+				"0.92 EUR per million good tokens", "goodput is from the file's per-request data"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
@@ -112,7 +112,7 @@ func TestWorkedExample(t *testing.T) {
 func TestPercentileOnly(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
-	for _, p := range glob(t, "testdata/vllm/round*.json") {
+	for _, p := range glob(t, "testdata/constructed/vllm/round*.json") {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -154,17 +154,17 @@ func TestPercentileOnly(t *testing.T) {
 // round earlier (round 5, 14 req/s, 3,060 tok/s) fails on both counts:
 // the rate fell, and 3,060 is 8.1 % below 3,330, more than 5 %.
 func TestRegressionGate(t *testing.T) {
-	base := judge(t, "testdata/guidellm/benchmarks.json")
-	same := judge(t, "testdata/guidellm/benchmarks.json")
+	base := judge(t, "testdata/constructed/guidellm/benchmarks.json")
+	same := judge(t, "testdata/constructed/guidellm/benchmarks.json")
 	if p := Compare(base, same, 0.05); len(p) != 0 {
 		t.Fatalf("unchanged sweep flagged: %v", p)
 	}
-	worse := judge(t, "testdata/guidellm/regressed.json")
+	worse := judge(t, "testdata/constructed/guidellm/regressed.json")
 	if k := worse.KneePoint(); k.Round != 5 || k.Goodput != 3060 {
 		t.Fatalf("regressed knee = round %d, %v tok/s; want round 5, 3060", k.Round, k.Goodput)
 	}
 	p := Compare(base, worse, 0.05)
-	if len(p) != 2 || !strings.Contains(p[0], "lower rate") || !strings.Contains(p[1], "8.1%") {
+	if len(p) != 2 || !strings.Contains(p[0], "lower load") || !strings.Contains(p[1], "8.1%") {
 		t.Fatalf("regression not caught: %v", p)
 	}
 	// a generous allowance still fails on the rate
@@ -180,7 +180,7 @@ func TestRegressionGate(t *testing.T) {
 // TestKneeNotReached: a sweep cut off at round 5 has its highest goodput
 // at its last point: that is a lower bound, not a knee.
 func TestKneeNotReached(t *testing.T) {
-	paths := glob(t, "testdata/vllm/round0[1-5].json")
+	paths := glob(t, "testdata/constructed/vllm/round0[1-5].json")
 	res := judge(t, paths...)
 	if res.KneeReached || res.KneePoint().Round != 5 {
 		t.Fatalf("knee reached %v at round %d", res.KneeReached, res.KneePoint().Round)
@@ -204,17 +204,17 @@ func TestHostileFiles(t *testing.T) {
 		return p
 	}
 	cases := map[string][]string{
-		"empty":          {write("empty.json", "")},
-		"not json":       {write("x.json", "{nope")},
-		"unknown":        {write("u.json", `{"hello":1}`)},
-		"no benchmarks":  {write("g.json", `{"benchmarks":[]}`)},
-		"negative rate":  {write("v.json", `{"request_rate":-3,"request_throughput":-3,"output_throughput":100}`)},
-		"NaN throughput": {write("a.json", `{"request_throughput":{"avg":3},"output_token_throughput":{"avg":-1}}`)},
-		"ragged arrays":  {write("r.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"duration":1,"ttfts":[0.1,0.2],"output_lens":[5]}`)},
-		"no duration":    {write("d.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"ttfts":[0.1],"output_lens":[5]}`)},
-		"mixed tools":    {"testdata/guidellm/benchmarks.json", "testdata/vllm/round01.json"},
-		"missing":        {filepath.Join(dir, "absent.json")},
-		"yaml scalar":    {write("y.yaml", "- 1\n- 2\n")},
+		"empty":             {write("empty.json", "")},
+		"not json":          {write("x.json", "{nope")},
+		"unknown":           {write("u.json", `{"hello":1}`)},
+		"no benchmarks":     {write("g.json", `{"benchmarks":[]}`)},
+		"negative rate":     {write("v.json", `{"request_rate":-3,"request_throughput":-3,"output_throughput":100}`)},
+		"NaN throughput":    {write("a.json", `{"request_throughput":{"avg":3},"output_token_throughput":{"avg":-1}}`)},
+		"ragged arrays":     {write("r.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"duration":1,"ttfts":[0.1,0.2],"output_lens":[5]}`)},
+		"ttfts not numbers": {write("d.json", `{"request_rate":2,"request_throughput":2,"output_throughput":10,"ttfts":["a"],"output_lens":[5]}`)},
+		"mixed tools":       {"testdata/constructed/guidellm/benchmarks.json", "testdata/constructed/vllm/round01.json"},
+		"missing":           {filepath.Join(dir, "absent.json")},
+		"yaml scalar":       {write("y.yaml", "- 1\n- 2\n")},
 	}
 	for name, paths := range cases {
 		if sw, err := Read(paths...); err == nil {
@@ -222,7 +222,7 @@ func TestHostileFiles(t *testing.T) {
 		}
 	}
 	// a queue objective cannot be judged from a load generator's file
-	sw, err := Read("testdata/vllm/round01.json")
+	sw, err := Read("testdata/constructed/vllm/round01.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestHostileFiles(t *testing.T) {
 // Judged on time_per_output_token_ms instead, round 6 would fail: with
 // TTFTs from 230 to 490 ms over about 197 tokens it is 25.1 ms and up.
 func TestTPOTFromGuideLLM(t *testing.T) {
-	sw, err := Read("testdata/guidellm/benchmarks.json")
+	sw, err := Read("testdata/constructed/guidellm/benchmarks.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +258,100 @@ func TestTPOTFromGuideLLM(t *testing.T) {
 	}
 	if k := res.KneePoint(); k.Round != 6 || k.Goodput != 3330 {
 		t.Errorf("knee round %d, %v tok/s", k.Round, k.Goodput)
+	}
+}
+
+// TestWorkedExampleSecondPath: the worked example's goodput, derived from
+// the constructed vLLM files by a second path that shares no code with the
+// readers or the judge: decode each file's raw arrays, add up the output
+// tokens of requests with TTFT <= 500 ms, and take that share of the
+// file's output_throughput. Round 6 is also checked by hand from its file:
+// 170 requests, one of them (700 tokens) over 500 ms, 34,000 tokens in
+// all: 3,400 × 33,300 / 34,000 = 3,330 tok/s.
+func TestWorkedExampleSecondPath(t *testing.T) {
+	files := glob(t, "testdata/constructed/vllm/round*.json")
+	res := judge(t, files...)
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw struct {
+			Thr    float64   `json:"output_throughput"`
+			TTFTs  []float64 `json:"ttfts"`
+			Lens   []float64 `json:"output_lens"`
+			Errors []string  `json:"errors"`
+		}
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatal(err)
+		}
+		var all, good, over, overTok float64
+		for k, ttft := range raw.TTFTs {
+			if len(raw.Errors) > k && raw.Errors[k] != "" {
+				continue
+			}
+			all += raw.Lens[k]
+			if ttft <= 0.5 {
+				good += raw.Lens[k]
+			} else {
+				over++
+				overTok += raw.Lens[k]
+			}
+		}
+		want := raw.Thr * good / all
+		if got := res.Points[i].Goodput; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s: goodput %v, second path %v", filepath.Base(f), got, want)
+		}
+		if i == 5 && (len(raw.TTFTs) != 170 || over != 1 || overTok != 700 || all != 34000 || raw.Thr != 3400) {
+			t.Errorf("round 6 is not the hand-worked one: %d requests, %v over 500 ms holding %v tokens, %v tokens, %v tok/s",
+				len(raw.TTFTs), over, overTok, all, raw.Thr)
+		}
+	}
+}
+
+// TestNoKneeNoCost: where the knee was not reached, no line prices the
+// knee: the cost printed is the best passing round's, labelled so; where
+// no round passed either, none is printed, and it says why.
+func TestNoKneeNoCost(t *testing.T) {
+	res := judge(t, glob(t, "testdata/constructed/vllm/round0[1-5].json")...)
+	s, err := res.Size(20000, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = res.Write(&out, s, "EUR")
+	// round 5: 3,060 tok/s; 11/3600/3060e-6 = 0.9985 EUR
+	for _, want := range []string{"cost at the best passing round (round 5, 14 req/s; not a knee, which was not reached): 1.00 EUR",
+		"replicas for 20,000 tok/s at peak: 7 (20,000 / 3,060 = 6.536; at most, since the knee's goodput is a lower bound)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "cost at the knee") {
+		t.Errorf("a cost at a knee that was not reached:\n%s", out.String())
+	}
+	// rounds 1 and 2 under a 10 ms TTFT objective: no request meets it
+	// (their TTFTs start at 47.5 ms), so no round has goodput
+	strict := goodput.SLO{Name: "strict", Objectives: []goodput.Objective{{Kind: goodput.KindTTFT, Threshold: 0.01, Target: 0.99}}}
+	sw, err := Read(glob(t, "testdata/constructed/vllm/round0[1-2].json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Judge(sw, strict); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = res.Size(20000, 11)
+	out.Reset()
+	_ = res.Write(&out, s, "EUR")
+	for _, want := range []string{"no knee: no round had goodput under the SLO", "no cost:", "none can be sized"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), ", knee") {
+		t.Errorf("a round marked as the knee where there is none:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "per million") {
+		t.Errorf("a price with no good tokens:\n%s", out.String())
 	}
 }

@@ -30,6 +30,50 @@ func Thousands(v float64) string {
 	return b.String()
 }
 
+// Sig3 formats v to three significant digits, without an exponent and
+// without trailing zeros: 17 → "17", 1.0096965 → "1.01", 0.1064823 →
+// "0.106", 1234.5 → "1235".
+func Sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	d := max(2-int(math.Floor(math.Log10(math.Abs(v)))), 0)
+	s := strconv.FormatFloat(v, 'f', d, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// LoadText names a round's load: "17 req/s" for a rate the tool set,
+// "1.55 req/s achieved (synchronous)" where it set none, "max throughput
+// (5.86 req/s achieved)", "concurrency 4".
+func LoadText(p *Point) string {
+	switch {
+	case p.Kind == LoadConcurrency:
+		return "concurrency " + Sig3(p.Concurrency)
+	case p.MaxThroughput:
+		return fmt.Sprintf("max throughput (%s req/s achieved)", Sig3(p.Rate))
+	case p.RateSet:
+		return Sig3(p.Rate) + " req/s"
+	case p.Strategy != "":
+		return fmt.Sprintf("%s req/s achieved (%s)", Sig3(p.Rate), p.Strategy)
+	}
+	return Sig3(p.Rate) + " req/s achieved"
+}
+
+func loadCell(p *Point) string {
+	switch {
+	case p.Kind == LoadConcurrency:
+		return Sig3(p.Concurrency)
+	case p.MaxThroughput:
+		return "max (" + Sig3(p.Rate) + " achieved)"
+	case p.RateSet:
+		return Sig3(p.Rate)
+	}
+	return Sig3(p.Rate) + " achieved"
+}
+
 func pctCell(p *Point, k goodput.Kind, pct float64) string {
 	v, ok := p.Percentile(k, pct)
 	if !ok {
@@ -40,38 +84,58 @@ func pctCell(p *Point, k goodput.Kind, pct float64) string {
 
 // Describe says how the SLO was judged.
 func (r *Result) Describe() string {
-	exact := 0
+	exact, sampled := 0, 0
 	for _, p := range r.Points {
 		if p.Exact {
 			exact++
 		}
+		if p.Sampled {
+			sampled++
+		}
 	}
+	var s string
 	switch exact {
 	case len(r.Points):
-		return "goodput is exact: the file carries per-request data"
+		s = "goodput is from the file's per-request data: the round's throughput times the share of its output tokens that met every objective"
 	case 0:
-		return "the file carries only percentiles: each objective's percentile is judged, and a point's whole throughput counts as good when all are met"
+		s = "the file carries only percentiles: each objective's percentile is judged, and a point's whole throughput counts as good when all are met"
+	default:
+		s = fmt.Sprintf("%d of %d points carry per-request data (goodput from the share of good tokens); the others are judged on their percentiles", exact, len(r.Points))
 	}
-	return fmt.Sprintf("%d of %d points carry per-request data (exact goodput); the others are judged on their percentiles", exact, len(r.Points))
+	if sampled > 0 {
+		s += fmt.Sprintf(". In %d round(s) the file lists fewer requests than the tool counted: their goodput is an estimate from that sample", sampled)
+	}
+	return s
 }
 
 // Write prints the judged sweep as a table, then the knee and what it
 // sizes. currency labels the cost.
 func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
-	fmt.Fprintf(w, "%s sweep, SLO %q: %s\n", r.Tool, r.SLO.Name, objectivesText(r.SLO))
-	fmt.Fprintf(w, "%s.\n\n", r.Describe())
+	fmt.Fprintf(w, "%s %s sweep, SLO %q: %s\n", r.Tool, r.Kind, r.SLO.Name, objectivesText(r.SLO))
+	fmt.Fprintf(w, "%s.\n", r.Describe())
+	for _, p := range r.Points {
+		if p.Kind == LoadRate && !p.RateSet {
+			fmt.Fprintln(w, "Rates marked \"achieved\" are what the tool measured: it recorded no offered rate for those rounds.")
+			break
+		}
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\trate (req/s)\tTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t")
+	axis := "rate (req/s)"
+	if r.Kind == LoadConcurrency {
+		axis = "concurrency"
+	}
+	fmt.Fprintf(tw, "round\t%s\tTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t\n", axis)
 	for i := range r.Points {
 		p := &r.Points[i]
 		verdict := "missed"
 		if p.Met {
 			verdict = "met"
 		}
-		if i == r.Knee {
+		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
 		}
-		fmt.Fprintf(tw, "%d\t%g\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, p.Rate, pctCell(&p.Point, goodput.KindTTFT, 99),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), pctCell(&p.Point, goodput.KindTTFT, 99),
 			pctCell(&p.Point, goodput.KindITL, 50), Thousands(p.Throughput), Thousands(p.Goodput), verdict)
 	}
 	if err := tw.Flush(); err != nil {
@@ -79,29 +143,51 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	}
 	k := r.KneePoint()
 	fmt.Fprintln(w)
-	if r.KneeReached {
-		fmt.Fprintf(w, "knee: round %d at %g req/s, %s tok/s of goodput\n", k.Round, k.Rate, Thousands(k.Goodput))
-	} else {
-		fmt.Fprintf(w, "knee not reached: goodput still rose at the last round (%d, %g req/s); capacity is at least %s tok/s of goodput (a lower bound)\n",
-			k.Round, k.Rate, Thousands(k.Goodput))
+	switch {
+	case k.Goodput == 0:
+		fmt.Fprintln(w, "no knee: no round had goodput under the SLO")
+	case r.KneeReached:
+		fmt.Fprintf(w, "knee: round %d at %s, %s tok/s of goodput\n", k.Round, LoadText(&k.Point), Thousands(k.Goodput))
+	default:
+		fmt.Fprintf(w, "knee not reached: goodput still rose at the last round (%d, %s); capacity is at least %s tok/s of goodput (a lower bound)\n",
+			k.Round, LoadText(&k.Point), Thousands(k.Goodput))
 	}
 	if r.Safe >= 0 {
 		p := &r.Points[r.Safe]
-		fmt.Fprintf(w, "safe capacity: %g req/s (round %d), the highest rate that met the SLO, %s tok/s of goodput\n",
-			p.Rate, p.Round, Thousands(p.Goodput))
+		fmt.Fprintf(w, "safe capacity: %s (round %d), the highest load that met the SLO, %s tok/s of goodput\n",
+			LoadText(&p.Point), p.Round, Thousands(p.Goodput))
 	} else {
 		fmt.Fprintln(w, "safe capacity: none; no round met the SLO")
 	}
 	if s.Peak > 0 {
-		fmt.Fprintf(w, "replicas for %s tok/s at peak: %d (%s / %s = %.3f)\n", Thousands(s.Peak), s.Replicas,
-			Thousands(s.Peak), Thousands(k.Goodput), s.Peak/k.Goodput)
+		bound := ""
+		if !r.KneeReached {
+			bound = "; at most, since the knee's goodput is a lower bound"
+		}
+		if s.Replicas > 0 {
+			fmt.Fprintf(w, "replicas for %s tok/s at peak: %d (%s / %s = %.3f%s)\n", Thousands(s.Peak), s.Replicas,
+				Thousands(s.Peak), Thousands(k.Goodput), s.Peak/k.Goodput, bound)
+		} else {
+			fmt.Fprintf(w, "replicas for %s tok/s at peak: none can be sized; no round had goodput under the SLO\n", Thousands(s.Peak))
+		}
 	}
-	if s.HasCost {
+	switch {
+	case s.HasCost && s.AtKnee:
 		fmt.Fprintf(w, "cost at the knee: %.2f %s per million good tokens (%.2f %s/h a replica)\n",
 			s.CostPerMillion, currency, s.HourlyCost, currency)
+	case s.HasCost:
+		p := &r.Points[s.At]
+		fmt.Fprintf(w, "cost at the best passing round (round %d, %s; not a knee, which was not reached): %.2f %s per million good tokens (%.2f %s/h a replica)\n",
+			p.Round, LoadText(&p.Point), s.CostPerMillion, currency, s.HourlyCost, currency)
+	case s.HourlyCost > 0 && s.At < 0:
+		fmt.Fprintln(w, "no cost: the knee was not reached and no round met the SLO, so there are no good tokens to price")
 	}
 	if s.JoulesPerToken > 0 {
-		fmt.Fprintf(w, "energy at the knee: %.3f J per good token (GPU energy over the round's window)\n", s.JoulesPerToken)
+		where := "at the knee"
+		if !s.AtKnee {
+			where = fmt.Sprintf("at the best passing round (%d)", r.Points[s.At].Round)
+		}
+		fmt.Fprintf(w, "energy %s: %.3f J per good token (GPU energy over the round's window)\n", where, s.JoulesPerToken)
 	}
 	return nil
 }

@@ -15,9 +15,9 @@ const capDir = "../../capacity/testdata/"
 // good tokens. The numbers come out of capacity.Judge and goodput's
 // formulas; see capacity.TestWorkedExample for the hand working.
 func TestCapacityCommand(t *testing.T) {
-	vllm, _ := filepath.Glob(capDir + "vllm/round*.json")
+	vllm, _ := filepath.Glob(capDir + "constructed/vllm/round*.json")
 	for name, files := range map[string][]string{
-		"guidellm": {capDir + "guidellm/benchmarks.json"},
+		"guidellm": {capDir + "constructed/guidellm/benchmarks.json"},
 		"vllm":     vllm,
 	} {
 		args := append([]string{"capacity", "--config.file", "testdata/capacity/config.yml", "--peak", "20000"}, files...)
@@ -37,7 +37,7 @@ func TestCapacityCommand(t *testing.T) {
 	}
 	// two GPUs a replica double the price: 1.84 EUR per million
 	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--replica-gpus", "2",
-		capDir+"guidellm/benchmarks.json")
+		capDir+"constructed/guidellm/benchmarks.json")
 	if err != nil || !strings.Contains(out, "1.84 EUR per million good tokens (22.00 EUR/h a replica)") {
 		t.Fatalf("--replica-gpus 2: %v\n%s", err, out)
 	}
@@ -46,15 +46,15 @@ func TestCapacityCommand(t *testing.T) {
 // The regression gate passes an unchanged sweep and fails, with a
 // non-zero exit, one whose knee moved a round earlier.
 func TestCapacityGate(t *testing.T) {
-	base := capDir + "guidellm/benchmarks.json"
+	base := capDir + "constructed/guidellm/benchmarks.json"
 	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base, base)
 	if err != nil || !strings.Contains(out, "regression gate: pass") {
 		t.Fatalf("unchanged: %v\n%s", err, out)
 	}
 	out, _, err = runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base,
-		capDir+"guidellm/regressed.json")
+		capDir+"constructed/guidellm/regressed.json")
 	if !errors.Is(err, errRegressed) || !strings.Contains(out, "regression gate: FAIL") ||
-		!strings.Contains(out, "the knee moved to a lower rate: 14 req/s (round 5), was 17 req/s (round 6)") {
+		!strings.Contains(out, "rate sweep: the knee moved to a lower load: 14 req/s (round 5), was 17 req/s (round 6)") {
 		t.Fatalf("regressed: %v\n%s", err, out)
 	}
 	for _, bad := range [][]string{
@@ -66,5 +66,41 @@ func TestCapacityGate(t *testing.T) {
 		if _, _, err := runArgs(args...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// Rate and concurrency runs given together are two judgements, each with
+// its own knee: AIPerf 0.10 runs at 0.8, 1.0 and 1.2 req/s and at
+// concurrency 2 and 8 (real exports). Under the test config's TTFT P99 <
+// 500 ms every run passes, so goodput still rises at each sweep's last
+// round: two lower bounds, and no cost at a knee. A baseline of one kind
+// against files of two is refused.
+func TestCapacityMixedLoadKinds(t *testing.T) {
+	var files []string
+	for _, run := range []string{"0.10.0-rate0.8", "0.10.0-rate1.0", "0.10.0-rate1.2", "0.10.0-concurrency2", "0.10.0-concurrency8"} {
+		files = append(files, capDir+"real/aiperf/"+run)
+	}
+	args := append([]string{"capacity", "--config.file", "testdata/capacity/config.yml"}, files...)
+	out, errOut, err := runArgs(args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		"The files hold 2 sweeps of different load kinds; each is judged on its own.",
+		"aiperf rate sweep", "aiperf concurrency sweep",
+		"knee not reached: goodput still rose at the last round (3, 1.2 req/s)",
+		"knee not reached: goodput still rose at the last round (2, concurrency 8)",
+		"cost at the best passing round (round 3, 1.2 req/s; not a knee",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cost at the knee") {
+		t.Errorf("a cost at a knee that was not reached:\n%s", out)
+	}
+	args = append([]string{"capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", files[0]}, files...)
+	if _, _, err := runArgs(args...); err == nil || !strings.Contains(err.Error(), "not of the load kinds") {
+		t.Errorf("a rate baseline against rate and concurrency files: %v", err)
 	}
 }

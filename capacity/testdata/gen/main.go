@@ -1,4 +1,4 @@
-// Command gen writes the constructed sweep fixtures of capacity/testdata
+// Command gen writes the constructed sweep fixtures of capacity/testdata/constructed
 // from the worked example's table (see ../PROVENANCE.md). Run from the
 // repository root: go run ./capacity/testdata/gen
 package main
@@ -121,7 +121,7 @@ func guidellm(rows []row) obj {
 }
 
 func main() {
-	dir := "capacity/testdata"
+	dir := "capacity/testdata/constructed"
 	write(filepath.Join(dir, "guidellm", "benchmarks.json"), guidellm(example))
 	write(filepath.Join(dir, "guidellm", "benchmarks.yaml"), guidellm(example))
 	regressed := append([]row(nil), example...)
