@@ -58,3 +58,9 @@ func (p *podClient) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 	opts.Watch = true
 	return p.rc.Get().Resource("pods").VersionedParams(&opts, p.params).Watch(ctx)
 }
+
+// GetNode reads the Node object name (discovery's one-time check that
+// the node exists; needs get on nodes).
+func (p *podClient) GetNode(ctx context.Context, name string) error {
+	return p.rc.Get().Resource("nodes").Name(name).Do(ctx).Error()
+}

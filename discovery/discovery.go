@@ -46,6 +46,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the discovery's own series; nil registers none.
 	Registerer prometheus.Registerer
+	// Nodes, when set, is asked once whether the node exists (a wrong
+	// --kubernetes.node-name otherwise yields no pods without a word).
+	Nodes NodeGetter
+	// EmptyNodeWarning is how long the node may have no pods at all before
+	// a warning; 0: DefaultEmptyNodeWarning.
+	EmptyNodeWarning time.Duration
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // Discoverer watches the node's pods and feeds their targets to a Sink.
@@ -56,6 +64,7 @@ type Discoverer struct {
 
 	targets prometheus.Gauge
 	invalid prometheus.Gauge
+	health  *health
 
 	last        []config.Target
 	invalidPods map[string]string // pod -> why it cannot be scraped, as last logged
@@ -75,6 +84,12 @@ func New(opts Options) (*Discoverer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.EmptyNodeWarning <= 0 {
+		opts.EmptyNodeWarning = DefaultEmptyNodeWarning
+	}
 	d := &Discoverer{
 		opts: opts,
 		kick: make(chan struct{}, 1),
@@ -87,8 +102,12 @@ func New(opts Options) (*Discoverer, error) {
 			Help: "Pods on this node annotated for scraping whose annotations cannot be used (bad port, scheme, path or engine); each is logged.",
 		}),
 		invalidPods: map[string]string{},
+		health:      newHealth(opts.Node, opts.Logger, opts.Now, opts.EmptyNodeWarning),
 	}
 	if opts.Registerer != nil {
+		if err := d.health.register(opts.Registerer); err != nil {
+			return nil, err
+		}
 		if err := opts.Registerer.Register(d.targets); err != nil {
 			return nil, err
 		}
@@ -101,11 +120,15 @@ func New(opts Options) (*Discoverer, error) {
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
-			return pods.List(ctx, o)
+			l, err := pods.List(ctx, o)
+			d.health.result(err)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
-			return pods.Watch(ctx, o)
+			w, err := pods.Watch(ctx, o)
+			d.health.result(err)
+			return w, err
 		},
 	}, opts.Pods) // a fake client says it cannot stream lists
 	d.informer = cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{ResyncPeriod: opts.Resync})
@@ -114,10 +137,20 @@ func New(opts Options) (*Discoverer, error) {
 	if err := d.informer.SetTransform(slim); err != nil {
 		return nil, err
 	}
-	kick := func(any) { d.poke() }
+	// Every failed list or watch is counted and, on a change of state,
+	// logged at warning level: client-go retries a refused connection
+	// without a word above debug level, so the list and watch calls above
+	// see each failure; the handler adds those that end an open watch.
+	if err := d.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		d.health.streamFailed(err)
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
+		return nil, err
+	}
+	kick := func(any) { d.health.answered(); d.poke() }
 	if _, err := d.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    kick,
-		UpdateFunc: func(_, _ any) { d.poke() },
+		UpdateFunc: func(_, _ any) { d.health.answered(); d.poke() },
 		DeleteFunc: kick,
 	}); err != nil {
 		return nil, err
@@ -142,19 +175,44 @@ func (d *Discoverer) Run(ctx context.Context, sink Sink) error {
 		d.informer.RunWithContext(ctx)
 	}()
 	defer func() { <-done }()
+	if d.opts.Nodes != nil {
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		checkNode(nctx, d.opts.Nodes, d.opts.Node, d.opts.Logger)
+		cancel()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), d.informer.HasSynced) {
 		return ctx.Err()
 	}
+	d.health.synced()
 	d.opts.Logger.Info("kubernetes discovery synced", "node", d.opts.Node)
 	d.update(ctx, sink)
+	// The node may stay empty with no event to say so: look again now
+	// and then.
+	tick := time.NewTicker(min(d.opts.EmptyNodeWarning/4, 15*time.Second))
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-d.kick:
 			d.update(ctx, sink)
+		case <-tick.C:
+			d.health.checkEmpty()
 		}
 	}
+}
+
+// Health is discovery's view of itself: synced, the API server's last
+// answer, the node's pods and the invalid ones.
+func (d *Discoverer) Health() Health { return d.health.get() }
+
+// Ready is nil once the node's pods have been listed; before that the
+// daemon does not know its targets yet.
+func (d *Discoverer) Ready() error {
+	if d.health.get().Synced {
+		return nil
+	}
+	return fmt.Errorf("kubernetes discovery has not listed the pods of node %s yet", d.opts.Node)
 }
 
 // update recomputes the targets from the cache and applies them when
@@ -162,18 +220,23 @@ func (d *Discoverer) Run(ctx context.Context, sink Sink) error {
 func (d *Discoverer) update(ctx context.Context, sink Sink) {
 	var ts []config.Target
 	invalid := map[string]string{}
+	invalidErrs := map[string]error{}
+	pods := 0
 	for _, obj := range d.informer.GetStore().List() {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
 			continue
 		}
+		pods++
 		pts, err := d.opts.Rules.Targets(pod)
 		if err != nil {
 			invalid[pod.Namespace+"/"+pod.Name] = err.Error()
+			invalidErrs[pod.Namespace+"/"+pod.Name] = err
 			continue
 		}
 		ts = append(ts, pts...)
 	}
+	d.health.observe(pods, invalidErrs)
 	slices.SortFunc(ts, func(a, b config.Target) int { return strings.Compare(a.Name, b.Name) })
 	for pod, why := range invalid {
 		if d.invalidPods[pod] != why {

@@ -406,7 +406,7 @@ func TestConfiguredTargetWinsANameClash(t *testing.T) {
 func TestInvalidAnnotationsAreCounted(t *testing.T) {
 	vllm := engine(t, "vllm.prom")
 	d := start(t, nil, nil,
-		newPod("bad-engine", vllm, annotated(AnnotationScrape, "true", AnnotationEngine, "tgi")),
+		newPod("bad-engine", vllm, annotated(AnnotationScrape, "true", AnnotationEngine, "no-such-engine")),
 		newPod("bad-port", vllm, annotated(AnnotationScrape, "true", AnnotationPort, "http-metrics")),
 		newPod("good", vllm, annotated(AnnotationScrape, "true")))
 	mfs := d.waitFor("llm/good up", func(m map[string]*dto.MetricFamily) bool {
@@ -491,4 +491,49 @@ func TestDiscoveredPodGetsItsGPU(t *testing.T) {
 	if v := samples(mfs, "llm_engine_gpu_power_watts", map[string]string{"target": "llm/vllm-c"}); len(v) != 0 && v[0] != 0 {
 		t.Errorf("llm/vllm-c holds no GPU but gets %v W", v)
 	}
+}
+
+// Invalid pods are named with a fixed reason in an info series, at most
+// MaxInvalidListed of them; the gauge counts them all.
+func TestInvalidPodsAreNamed(t *testing.T) {
+	vllm := engine(t, "vllm.prom")
+	pods := []runtime.Object{
+		newPod("bad-engine", vllm, annotated(AnnotationScrape, "true", AnnotationEngine, "no-such-engine")),
+		newPod("bad-port", vllm, annotated(AnnotationScrape, "true", AnnotationPort, "http-metrics")),
+		newPod("good", vllm, annotated(AnnotationScrape, "true")),
+	}
+	for i := range MaxInvalidListed { // 20 more, sorted after the two above
+		pods = append(pods, newPod(fmt.Sprintf("bad-scheme-%02d", i), vllm, annotated(AnnotationScrape, "true", AnnotationScheme, "ftp")))
+	}
+	d := start(t, nil, nil, pods...)
+	mfs := d.waitFor("llm/good up", func(m map[string]*dto.MetricFamily) bool {
+		return up(m, map[string]string{"target": "llm/good"})
+	})
+	if v := samples(mfs, "goodput_exporter_kubernetes_invalid_pods", nil); len(v) != 1 || v[0] != MaxInvalidListed+2 {
+		t.Errorf("invalid pods = %v, want [%d]", v, MaxInvalidListed+2)
+	}
+	if n := len(samples(mfs, "goodput_exporter_kubernetes_invalid_pod_info", nil)); n != MaxInvalidListed {
+		t.Errorf("%d invalid pods named, want %d", n, MaxInvalidListed)
+	}
+	for pod, reason := range map[string]string{"bad-engine": "engine", "bad-port": "port", "bad-scheme-00": "scheme"} {
+		if v := samples(mfs, "goodput_exporter_kubernetes_invalid_pod_info", map[string]string{"namespace": "llm", "pod": pod, "reason": reason}); len(v) != 1 || v[0] != 1 {
+			t.Errorf("pod %s: info %v, want [1] with reason %s", pod, v, reason)
+		}
+	}
+	if v := samples(mfs, "goodput_exporter_kubernetes_invalid_pod_info", map[string]string{"pod": "bad-scheme-19"}); len(v) != 0 {
+		t.Errorf("the 22nd invalid pod is named too")
+	}
+	if v := samples(mfs, "goodput_exporter_kubernetes_sync_ok", nil); len(v) != 1 || v[0] != 1 {
+		t.Errorf("sync_ok = %v, want [1]", v)
+	}
+	if v := samples(mfs, "goodput_exporter_kubernetes_node_pods", nil); len(v) != 1 || v[0] != MaxInvalidListed+3 {
+		t.Errorf("node pods = %v, want [%d]", v, MaxInvalidListed+3)
+	}
+	// Fixing a pod's annotation drops its info series.
+	fixed := newPod("bad-engine", vllm, annotated(AnnotationScrape, "true"))
+	d.update(fixed)
+	d.waitFor("bad-engine fixed", func(m map[string]*dto.MetricFamily) bool {
+		return len(samples(m, "goodput_exporter_kubernetes_invalid_pod_info", map[string]string{"pod": "bad-engine"})) == 0 &&
+			up(m, map[string]string{"target": "llm/bad-engine"})
+	})
 }

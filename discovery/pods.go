@@ -124,7 +124,7 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 	case "", "false":
 		return nil, nil
 	default:
-		return nil, fmt.Errorf("scrape annotation %q: want \"true\" or \"false\"", scrape)
+		return nil, invalid("scrape", fmt.Errorf("scrape annotation %q: want \"true\" or \"false\"", scrape))
 	}
 	scheme := get(AnnotationScheme, PromScheme)
 	switch scheme {
@@ -132,29 +132,29 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 		scheme = "http"
 	case "http", "https":
 	default:
-		return nil, fmt.Errorf("scheme %q: want http or https", scheme)
+		return nil, invalid("scheme", fmt.Errorf("scheme %q: want http or https", scheme))
 	}
 	path := get(AnnotationPath, PromPath)
 	if path == "" {
 		path = "/metrics"
 	}
 	if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?# ") {
-		return nil, fmt.Errorf("path %q: want an absolute path without query", path)
+		return nil, invalid("path", fmt.Errorf("path %q: want an absolute path without query", path))
 	}
 	engine := get(AnnotationEngine, "")
 	if engine == "" {
 		engine = "auto"
 	}
 	if !slices.Contains(engines, engine) {
-		return nil, fmt.Errorf("engine %q: want one of %v", engine, engines)
+		return nil, invalid("engine", fmt.Errorf("engine %q: want one of %v", engine, engines))
 	}
 	model := get(AnnotationModel, "")
 	if !utf8.ValidString(model) || len(model) > maxModel {
-		return nil, fmt.Errorf("model annotation: want UTF-8 of at most %d bytes", maxModel)
+		return nil, invalid("model", fmt.Errorf("model annotation: want UTF-8 of at most %d bytes", maxModel))
 	}
 	eps, err := endpoints(pod, get(AnnotationPort, PromPort))
 	if err != nil {
-		return nil, err
+		return nil, invalid("port", err)
 	}
 	out := make([]config.Target, 0, len(eps))
 	for _, ep := range eps {
@@ -234,4 +234,27 @@ func endpoints(pod *corev1.Pod, port string) ([]endpoint, error) {
 		}
 	}
 	return nil, fmt.Errorf("port %q is neither a number nor the name of a container port", port)
+}
+
+// InvalidPodError says why a pod annotated for scraping cannot be
+// scraped. Reason is one of a few fixed words (scrape, scheme, path,
+// engine, model, port), fit for a label value; the error's text names the
+// annotation's value.
+type InvalidPodError struct {
+	Reason string
+	Err    error
+}
+
+func (e *InvalidPodError) Error() string { return e.Err.Error() }
+func (e *InvalidPodError) Unwrap() error { return e.Err }
+
+func invalid(reason string, err error) error { return &InvalidPodError{Reason: reason, Err: err} }
+
+// invalidReason is the fixed word of err, "other" for any other error.
+func invalidReason(err error) string {
+	var ie *InvalidPodError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return "other"
 }

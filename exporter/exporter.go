@@ -72,6 +72,7 @@ type Exporter struct {
 	gatherer prometheus.Gatherers
 	self     *selfMetrics
 	render   *renderer
+	extras   extras
 }
 
 // New builds an exporter; Run starts it.
@@ -101,6 +102,7 @@ func New(opts Options) *Exporter {
 	e.render = newRenderer(e.gatherer, func(use engineUse) {
 		e.series.gatherText(e.emitSeries, use)
 	}, e.self, e.logger, opts.Interval/4)
+	e.render.maxAge = opts.Interval
 	return e
 }
 

@@ -40,7 +40,7 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 		fmt.Fprintln(w, "configuration reloaded")
 	})
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
+	mux.HandleFunc("/-/ready", e.ready)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

@@ -58,9 +58,14 @@ type renderer struct {
 	// stale: something changed since the last render began; busy: a
 	// render is running (a request waits for it rather than serve the
 	// exposition it replaces).
-	stale   atomic.Bool
-	busy    atomic.Bool
-	minGap  time.Duration // between two renders a request may cause
+	stale  atomic.Bool
+	busy   atomic.Bool
+	minGap time.Duration // between two renders a request may cause
+	// maxAge: an exposition older than this is rendered again on the next
+	// request even if no target reported: series that other parts of the
+	// daemon register (service discovery's health) change on their own,
+	// and a daemon without targets has no cycle to mark them; 0: never.
+	maxAge  time.Duration
 	lastOK  atomic.Bool
 	mu      sync.Mutex   // one render at a time, so a newer one is never overwritten by an older
 	last    atomic.Int64 // when the last render began (Unix ns); 0: render on the next request
@@ -98,6 +103,11 @@ func (r *renderer) invalidate() {
 // stale. Only one request renders; the others wait on mu and then find it
 // fresh.
 func (r *renderer) current() *exposition {
+	if r.maxAge > 0 && !r.stale.Load() {
+		if last := r.last.Load(); last != 0 && time.Since(time.Unix(0, last)) >= r.maxAge {
+			r.stale.Store(true)
+		}
+	}
 	if r.stale.Load() || r.busy.Load() {
 		r.mu.Lock()
 		if last := r.last.Load(); r.stale.Load() && (last == 0 || time.Since(time.Unix(0, last)) >= r.minGap) {

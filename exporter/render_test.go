@@ -231,3 +231,24 @@ func checkWhole(t *testing.T, body string) {
 		}
 	}
 }
+
+// An exposition older than maxAge is rendered again on the next scrape
+// though nothing asked for it: series registered by other parts of the
+// daemon (discovery's health) change with no target to say so.
+func TestRenderAgainAfterMaxAge(t *testing.T) {
+	self := newSelfMetrics(prometheus.NewRegistry())
+	g := &counterGatherer{}
+	const gap, age = 10 * time.Millisecond, 150 * time.Millisecond
+	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), gap)
+	r.maxAge = age
+	r.request()
+	scrapeOnce(r)
+	time.Sleep(2 * gap)
+	if scrapeOnce(r); g.n.Load() != 1 {
+		t.Fatalf("rendered again before maxAge with nothing new: %d renders", g.n.Load())
+	}
+	time.Sleep(age)
+	if body := scrapeOnce(r); g.n.Load() != 2 || !strings.Contains(body, "} 2\n") {
+		t.Fatalf("an exposition older than maxAge was served again: %d renders", g.n.Load())
+	}
+}

@@ -47,6 +47,7 @@ type statusPage struct {
 	Path    string
 	Refresh int // seconds
 	Now     string
+	Notes   []Note
 	Targets []statusTarget
 }
 
@@ -95,7 +96,7 @@ const chartW, chartH = 220, 44
 
 func (e *Exporter) statusPage(w http.ResponseWriter, path string) {
 	now := time.Now()
-	page := statusPage{Path: path, Refresh: refreshSeconds(e.opts.Interval), Now: now.UTC().Format("2006-01-02 15:04:05 UTC")}
+	page := statusPage{Path: path, Refresh: refreshSeconds(e.opts.Interval), Now: now.UTC().Format("2006-01-02 15:04:05 UTC"), Notes: e.statusNotes()}
 	for _, t := range e.sortedTargets() {
 		page.Targets = append(page.Targets, t.status(now, e.opts.Levers))
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/goodput-exporter/goodput-exporter/discovery"
@@ -19,6 +21,9 @@ type kubernetesFlags struct {
 	NodeName        string   `name:"kubernetes.node-name" env:"NODE_NAME" placeholder:"NODE" help:"The node whose pods are read (default: $NODE_NAME, from the downward API)."`
 	PromAnnotations bool     `name:"kubernetes.prometheus-annotations" default:"true" negatable:"" help:"Also scrape pods annotated prometheus.io/scrape=\"true\" (with prometheus.io/port, /path, /scheme) that have no goodput-exporter.io/scrape annotation."`
 	PodLabels       []string `name:"kubernetes.pod-label" placeholder:"LABEL" help:"A pod label to copy onto a discovered target's series (repeatable); app.kubernetes.io/name becomes app_kubernetes_io_name."`
+	Kubeconfig      string   `name:"kubeconfig" type:"path" placeholder:"FILE" help:"Reach the API server through this kubeconfig instead of the pod's ServiceAccount, to run outside the cluster. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration."`
+	WaitForSync     bool     `name:"kubernetes.wait-for-sync" default:"true" negatable:"" help:"/-/ready answers 503 until discovery has listed this node's pods once."`
+	CheckNode       bool     `name:"kubernetes.check-node" default:"true" negatable:"" help:"Look the node up once at start and warn when it does not exist (needs get on nodes, the chart's rbac.nodeCheck; skipped with a note without it)."`
 }
 
 func (k *kubernetesFlags) validate() error {
@@ -43,7 +48,7 @@ func (k *kubernetesFlags) start(ctx context.Context, ex *exporter.Exporter, logg
 	// client-go logs through klog (a watch that ends, a relist): into the
 	// daemon's log, in its format.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
-	rc, err := rest.InClusterConfig()
+	rc, err := k.restConfig()
 	if err != nil {
 		return nil, fmt.Errorf("--kubernetes.discovery: %w", err)
 	}
@@ -52,13 +57,21 @@ func (k *kubernetesFlags) start(ctx context.Context, ex *exporter.Exporter, logg
 	if err != nil {
 		return nil, fmt.Errorf("--kubernetes.discovery: %w", err)
 	}
-	d, err := discovery.New(discovery.Options{
+	opts := discovery.Options{
 		Rules: discovery.Rules{Node: k.NodeName, PrometheusAnnotations: k.PromAnnotations, PodLabels: k.PodLabels},
 		Pods:  client, Logger: logger.With("component", "kubernetes"), Registerer: ex.Registry(),
-	})
+	}
+	if ng, ok := client.(discovery.NodeGetter); ok && k.CheckNode {
+		opts.Nodes = ng
+	}
+	d, err := discovery.New(opts)
 	if err != nil {
 		return nil, err
 	}
+	if k.WaitForSync {
+		ex.AddReadyCheck(d.Ready)
+	}
+	ex.AddNote(func() exporter.Note { return discoveryNote(d.Health()) })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -67,4 +80,52 @@ func (k *kubernetesFlags) start(ctx context.Context, ex *exporter.Exporter, logg
 		}
 	}()
 	return func() { <-done }, nil
+}
+
+// restConfig finds the API server the client-go way: --kubeconfig, then
+// $KUBECONFIG, then ~/.kube/config, then the pod's ServiceAccount.
+func (k *kubernetesFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.Kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod (no in-cluster configuration)")
+		}
+		return nil, err
+	}
+	return rc, nil
+}
+
+// discoveryNote is discovery's section of the status page.
+func discoveryNote(h discovery.Health) exporter.Note {
+	n := exporter.Note{Title: "Kubernetes discovery, node " + h.Node}
+	switch {
+	case !h.Synced && h.LastError != "":
+		n.Failing = true
+		n.Lines = append(n.Lines, "not synced: "+h.LastError)
+	case !h.Synced:
+		n.Failing = true
+		n.Lines = append(n.Lines, "not synced yet: listing this node's pods")
+	case !h.OK:
+		n.Failing = true
+		n.Lines = append(n.Lines, fmt.Sprintf("API server not answering since the last answer at %s (targets found so far are kept): %s", h.LastSync.UTC().Format(time.TimeOnly), h.LastError))
+	default:
+		n.Lines = append(n.Lines, fmt.Sprintf("synced; last answer from the API server at %s UTC", h.LastSync.UTC().Format(time.TimeOnly)))
+	}
+	if h.Synced {
+		line := fmt.Sprintf("%d pods on the node", h.Pods)
+		if h.Pods == 0 {
+			n.Failing = true
+			line += ", not even this daemon's: check --kubernetes.node-name"
+		}
+		n.Lines = append(n.Lines, line)
+	}
+	for _, p := range h.Invalid {
+		n.Lines = append(n.Lines, fmt.Sprintf("cannot scrape pod %s/%s (%s): %s", p.Namespace, p.Pod, p.Reason, p.Detail))
+	}
+	if more := h.InvalidTotal - len(h.Invalid); more > 0 {
+		n.Lines = append(n.Lines, fmt.Sprintf("and %d more pods that cannot be scraped (see the log)", more))
+	}
+	return n
 }

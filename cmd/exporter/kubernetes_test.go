@@ -8,6 +8,8 @@ import (
 func TestKubernetesFlags(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "") // never inside a cluster here
 	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir()) // no ~/.kube/config
 	cases := []struct {
 		name string
 		env  string // NODE_NAME
@@ -19,7 +21,8 @@ func TestKubernetesFlags(t *testing.T) {
 		{"two pod labels onto one name", "", []string{"--kubernetes.discovery", "--kubernetes.node-name=n", "--kubernetes.pod-label=a.b", "--kubernetes.pod-label=a/b"}, `would both be copied to "a_b"`},
 		// Valid flags, $NODE_NAME from the environment: the start fails
 		// only because this is not a pod.
-		{"outside a cluster", "node-a", []string{"--kubernetes.discovery", "--kubernetes.pod-label=app.kubernetes.io/name"}, "--kubernetes.discovery: unable to load in-cluster configuration"},
+		{"outside a cluster", "node-a", []string{"--kubernetes.discovery", "--kubernetes.pod-label=app.kubernetes.io/name"}, "--kubernetes.discovery: no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod"},
+		{"a kubeconfig that does not exist", "node-a", []string{"--kubernetes.discovery", "--kubeconfig=/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -258,6 +258,18 @@ dashboards:
 		}
 	})
 
+	t.Run("rbac.nodeCheck", func(t *testing.T) {
+		objs := decode(t, render(t, `rbac: {nodeCheck: true}`))
+		cr := objs["ClusterRole/goodput-exporter"].(*rbacv1.ClusterRole)
+		want := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+		}
+		if !reflect.DeepEqual(cr.Rules, want) {
+			t.Errorf("ClusterRole rules %+v, want %+v", cr.Rules, want)
+		}
+	})
+
 	t.Run("everything optional off", func(t *testing.T) {
 		objs := decode(t, render(t, `
 discovery: {enabled: false}
