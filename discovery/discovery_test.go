@@ -406,7 +406,7 @@ func TestConfiguredTargetWinsANameClash(t *testing.T) {
 func TestInvalidAnnotationsAreCounted(t *testing.T) {
 	vllm := engine(t, "vllm.prom")
 	d := start(t, nil, nil,
-		newPod("bad-engine", vllm, annotated(AnnotationScrape, "true", AnnotationEngine, "tgi")),
+		newPod("bad-engine", vllm, annotated(AnnotationScrape, "true", AnnotationEngine, "tfserving")),
 		newPod("bad-port", vllm, annotated(AnnotationScrape, "true", AnnotationPort, "http-metrics")),
 		newPod("good", vllm, annotated(AnnotationScrape, "true")))
 	mfs := d.waitFor("llm/good up", func(m map[string]*dto.MetricFamily) bool {

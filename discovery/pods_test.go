@@ -111,7 +111,7 @@ func TestRulesTargets(t *testing.T) {
 		{name: "scheme ftp", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationScheme: "ftp"}), err: `scheme "ftp"`},
 		{name: "path without slash", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationPath: "@evil.example/metrics"}), err: "absolute path"},
 		{name: "path with a query", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationPath: "/metrics?x=1"}), err: "absolute path"},
-		{name: "unknown engine", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationEngine: "tgi"}), err: `engine "tgi"`},
+		{name: "unknown engine", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationEngine: "tfserving"}), err: `engine "tfserving"`},
 		{name: "model not UTF-8", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationModel: "\xff"}), err: "model annotation"},
 		{name: "model of 257 bytes", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationModel: strings.Repeat("m", 257)}), err: "at most 256"},
 		{name: "no port anywhere", pod: func() *corev1.Pod {
