@@ -111,7 +111,7 @@ func newHists(maxModelLen int) hists {
 		tgiE2E: newHist(tgiDurationBuckets), tgiQueue: newHist(tgiDurationBuckets), tgiInference: newHist(tgiDurationBuckets),
 		tgiMeanTPT: newHist(tgiDurationBuckets), tgiGenToks: newHist(tgiLinearBuckets(maxModelLen)), tgiInput: newHist(tgiLinearBuckets(maxModelLen - 1)),
 		tritonTTFT: newHist(tritonFirstResponseMs),
-		dynTTFT: newHist(dynamoLogBuckets(0.001, 480, 18)), dynITL: newHist(dynamoLogBuckets(0.001, 2, 13)),
+		dynTTFT:    newHist(dynamoLogBuckets(0.001, 480, 18)), dynITL: newHist(dynamoLogBuckets(0.001, 2, 13)),
 		dynE2E: newHist(dynamoLogBuckets(1, 512, 10)), dynISL: newHist(dynamoLogBuckets(50, 128000, 12)),
 		dynOSL: newHist(dynamoLogBuckets(50, 32000, 10)), dynCached: newHist(dynamoLogBuckets(50, 128000, 12)),
 	}
