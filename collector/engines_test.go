@@ -306,3 +306,39 @@ func TestLlamaCPPPromptMeansAllPromptTokens(t *testing.T) {
 		t.Errorf("%+v", m.Counters)
 	}
 }
+
+// Hostile values in the new adapters' derived signals: a KV capacity of
+// zero or a NaN budget gives no TGI ratio (never Inf or NaN), more queued
+// than in flight on Dynamo gives 0 running (never negative), a negative
+// TGI token sum gives no generation tokens, a Triton selector value the
+// table does not know is ignored, and an unknown TGI err is an error.
+func TestNewAdaptersHostileValues(t *testing.T) {
+	m := mustParse(t, snapshot.TGI, `tgi_batch_current_max_tokens 100
+tgi_batch_max_total_tokens 0
+tgi_request_failure{err="exotic"} 3
+tgi_request_failure{err="validation"} 9
+# TYPE tgi_request_generated_tokens histogram
+tgi_request_generated_tokens_bucket{le="10"} 1
+tgi_request_generated_tokens_bucket{le="+Inf"} 1
+tgi_request_generated_tokens_sum -5
+tgi_request_generated_tokens_count 1
+`, "").Model("m0")
+	if m.Gauges[snapshot.KVCacheUsage].OK || m.Counters[snapshot.GenerationTokens].OK || m.Finished["error"] != 3 || len(m.Finished) != 1 {
+		t.Errorf("tgi: kv %+v, generation %+v, finished %v", m.Gauges[snapshot.KVCacheUsage], m.Counters[snapshot.GenerationTokens], m.Finished)
+	}
+	m = mustParse(t, snapshot.TGI, "tgi_batch_current_max_tokens NaN\ntgi_batch_max_total_tokens 10\ntgi_queue_size 1\n", "").Model("m0")
+	if m.Gauges[snapshot.KVCacheUsage].OK {
+		t.Errorf("tgi: a NaN budget gave kv %+v", m.Gauges[snapshot.KVCacheUsage])
+	}
+	m = mustParse(t, snapshot.Dynamo, "dynamo_frontend_inflight_requests{model=\"a\"} 1\ndynamo_frontend_queued_requests{model=\"a\"} 5\n", "").Model("a")
+	if r := m.Gauges[snapshot.Running]; !r.OK || r.V != 0 {
+		t.Errorf("dynamo: running %+v with more queued than in flight", r)
+	}
+	m = mustParse(t, snapshot.Triton, `nv_trt_llm_request_metrics{model="x",request_type="someday",version="1"} 9
+nv_trt_llm_request_metrics{model="x",request_type="active",version="1"} 2
+nv_trt_llm_request_metrics{model="x",version="1"} 7
+`, "").Model("x")
+	if r := m.Gauges[snapshot.Running]; !r.OK || r.V != 2 || m.Gauges[snapshot.Waiting].OK {
+		t.Errorf("triton: running %+v waiting %+v", r, m.Gauges[snapshot.Waiting])
+	}
+}
