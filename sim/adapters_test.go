@@ -193,8 +193,12 @@ func TestNewFormatsAgreeWithTheTruth(t *testing.T) {
 		t.Fatal("truth dropped records")
 	}
 	recs := e.Truth().Records(0, time.Duration(1<<62))
-	var okReqs, errs, aborts, okOut, allOut, allPrompt, allCached float64
+	var okReqs, errs, aborts, okOut, allOut, allPrompt, allCached, ranPrompt, ranCached float64
 	for _, r := range recs {
+		if r.HasFirstToken {
+			ranPrompt += float64(r.PromptTokens)
+			ranCached += float64(r.CachedTokens)
+		}
 		switch r.Reason {
 		case sim.FinishError:
 			errs++
@@ -245,15 +249,15 @@ func TestNewFormatsAgreeWithTheTruth(t *testing.T) {
 		t.Errorf("triton finished %v", m.Finished)
 	}
 	m = read(sim.FormatTRTLLM, snapshot.TRTLLM)
-	eq("trtllm prompt tokens (finished requests)", m.Counters[snapshot.PromptTokens], allPrompt)
+	eq("trtllm prompt tokens (finished requests that ran)", m.Counters[snapshot.PromptTokens], ranPrompt)
 	eq("trtllm generation tokens (finished requests)", m.Counters[snapshot.GenerationTokens], allOut)
-	eq("trtllm cached tokens", m.Counters[snapshot.PrefixCacheHits], allCached)
+	eq("trtllm cached tokens", m.Counters[snapshot.PrefixCacheHits], ranCached)
 	if h := m.Hists[snapshot.TPOT]; h == nil || h.Count != float64(len(recs)) {
 		t.Errorf("trtllm tpot %+v: one observation per finished request (%d)", h, len(recs))
 	}
 	m = read(sim.FormatDynamo, snapshot.Dynamo)
 	eq("dynamo generation tokens (streamed)", m.Counters[snapshot.GenerationTokens], float64(st.Counters.GenerationTokens))
-	eq("dynamo prompt tokens", m.Counters[snapshot.PromptTokens], allPrompt)
+	eq("dynamo prompt tokens (at first token)", m.Counters[snapshot.PromptTokens], float64(st.Counters.PromptTokens))
 	eq("dynamo in flight", snapshot.Value{V: m.Gauges[snapshot.Running].V + m.Gauges[snapshot.Waiting].V, OK: true}, float64(st.Running+st.Waiting))
 	if h := m.Hists[snapshot.E2E]; h == nil || h.Count != float64(len(recs)) {
 		t.Errorf("dynamo e2e %+v", h)

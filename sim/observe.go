@@ -67,9 +67,8 @@ func (e *Engine) observeFinished(rec *Record) {
 		}
 		h.tgiGenToks.observe(float64(rec.OutputTokens))
 	}
-	// Dynamo's frontend, for every request it saw end.
+	// Dynamo's frontend, for every request it saw end (the input length
+	// and cached tokens are observed with the first token).
 	h.dynE2E.observe(e2e)
-	h.dynISL.observe(float64(rec.PromptTokens))
 	h.dynOSL.observe(float64(rec.OutputTokens))
-	h.dynCached.observe(float64(rec.CachedTokens))
 }

@@ -46,7 +46,8 @@ type Counters struct {
 	CompletedOutputTokens uint64
 	// CompletedPromptTokens and CompletedCachedTokens count each
 	// request's prompt, and the part of it found in the prefix cache, when
-	// it finishes, as trtllm-serve logs them.
+	// it finishes, as trtllm-serve logs them (requests that reached their
+	// first token).
 	CompletedPromptTokens, CompletedCachedTokens uint64
 	// PrefixQueries and PrefixHits are prompt tokens looked up in the
 	// prefix cache at first admission and the tokens found.

@@ -99,6 +99,8 @@ func (e *Engine) sample(r *request) {
 		e.h.ttft.observe(ttft)
 		e.h.sgTTFT.observe(ttft)
 		e.h.dynTTFT.observe(ttft)
+		e.h.dynISL.observe(float64(r.prompt))
+		e.h.dynCached.observe(float64(r.cachedToks))
 		e.h.tritonTTFT.observe(1000 * ttft)
 		e.c.PromptTokens += uint64(r.prompt)
 		e.c.PromptCached += uint64(r.cachedToks)
@@ -152,8 +154,12 @@ func (e *Engine) finish(r *request, reason FinishReason) {
 	e.kv.release(r)
 	e.c.Finished[reasonIndex(reason)]++
 	e.c.CompletedOutputTokens += uint64(r.generated)
-	e.c.CompletedPromptTokens += uint64(r.prompt)
-	e.c.CompletedCachedTokens += uint64(r.cachedToks)
+	if r.generated > 0 {
+		// A request cancelled before its first token never ran its
+		// prompt; the simulator logs no prompt tokens for it.
+		e.c.CompletedPromptTokens += uint64(r.prompt)
+		e.c.CompletedCachedTokens += uint64(r.cachedToks)
+	}
 	rec := e.record(r, reason)
 	e.observeFinished(&rec)
 	e.truth.add(rec, now)
