@@ -167,7 +167,7 @@ func RunFailMode(c Case, seed uint64, o FailModeOptions) ([]Outcome, error) {
 	}
 	var readers []*reader
 	for _, f := range o.Formats {
-		engine := map[sim.Format]snapshot.Engine{sim.FormatVLLM: snapshot.VLLM, sim.FormatSGLang: snapshot.SGLang, sim.FormatLlamaCPP: snapshot.LlamaCPP}[f]
+		engine := snapshot.Engine(f) // every format is named after its engine
 		parser, err := collector.NewParser(engine, collector.ParseOptions{ModelLimit: 100, DefaultModel: "sim"})
 		if err != nil {
 			return nil, err

@@ -148,7 +148,7 @@ func drive(cfg sim.Config, o FailModeOptions, end time.Duration, fn func(format 
 	}
 	var readers []reader
 	for _, f := range o.Formats {
-		engine := map[sim.Format]snapshot.Engine{sim.FormatVLLM: snapshot.VLLM, sim.FormatSGLang: snapshot.SGLang, sim.FormatLlamaCPP: snapshot.LlamaCPP}[f]
+		engine := snapshot.Engine(f) // every format is named after its engine
 		parser, err := collector.NewParser(engine, collector.ParseOptions{ModelLimit: 100, DefaultModel: "sim"})
 		if err != nil {
 			return err

@@ -78,8 +78,11 @@ func (m *modelAcc) add(gen uint32, s *slot, v float64) {
 		}
 		return
 	}
+	if src.scale != 0 && s.ref.part == partSum {
+		v *= src.scale
+	}
 	switch src.kind {
-	case kindGauge, kindCounter:
+	case kindGauge, kindCounter, kindAux:
 		combine(&m.vals[src.id], &m.stamp[src.id], gen, v, src.agg)
 	case kindFinished:
 		if m.fin == nil {
@@ -215,7 +218,19 @@ func (m *modelAcc) build(tab *table, gen uint32) (snapshot.Model, []error) {
 		}
 	}
 	if tab.post != nil {
-		tab.post(&out)
+		tab.post(&out, func(name string) (float64, bool) {
+			for _, src := range tab.sources {
+				if src.kind != kindAux || src.name() != name || m.stamp[src.id] != gen {
+					continue
+				}
+				v := m.vals[src.id]
+				if m.bad[src.id].gen == gen && m.bad[src.id].msg != "" || math.IsNaN(v) || math.IsInf(v, 0) {
+					return 0, false
+				}
+				return v, true
+			}
+			return 0, false
+		})
 	}
 	return out, errs
 }

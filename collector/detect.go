@@ -15,6 +15,13 @@ var enginePrefixes = []struct {
 	{snapshot.SGLang, []byte("sglang:")},
 	{snapshot.SGLang, []byte("sglang_")},
 	{snapshot.LlamaCPP, []byte("llamacpp:")},
+	{snapshot.TGI, []byte("tgi_")},
+	{snapshot.Triton, []byte("nv_trt_llm_")},
+	{snapshot.Triton, []byte("nv_inference_")},
+	{snapshot.TRTLLM, []byte("trtllm_")},
+	{snapshot.TRTLLM, []byte("trtllm:")},
+	{snapshot.Dynamo, []byte("dynamo_frontend_")},
+	{snapshot.Dynamo, []byte("nv_llm_http_service_")},
 }
 
 // Detect names the engine that produced a /metrics body from the prefix

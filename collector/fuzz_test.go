@@ -21,7 +21,7 @@ const (
 	ctOpenMetrics = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 )
 
-var fuzzEngines = []snapshot.Engine{snapshot.VLLM, snapshot.SGLang, snapshot.LlamaCPP}
+var fuzzEngines = snapshot.Engines
 
 // FuzzParse feeds the engine parser arbitrary bodies, as the classic text
 // format and as OpenMetrics, for each engine. Seeds: every capture under

@@ -3,9 +3,19 @@ package collector
 import "github.com/goodput-exporter/goodput-exporter/snapshot"
 
 // llamacppTable reads llama-server --metrics: counters and gauges without
-// labels, one model per server. It has no latency histograms, no preemption
-// (per-slot KV) and, since PR #13660 (2025-05), no KV-cache gauge; those
-// signals stay absent for this engine.
+// labels, one model per server, values printed with 6 significant digits
+// (1.24492e+06), so large counters move in steps of 10, 100, 1,000. It has
+// no latency histograms, no preemption (per-slot KV) and, since PR #13660
+// (2025-05), no KV-cache gauge; those signals stay absent for this engine.
+//
+// Builds as of b11669 count tokens_predicted_total when a request
+// completes, while n_decode_total (llama_decode calls) rises every step:
+// the step counter is what shows a long generation is alive.
+// prompt_tokens_total counts only the prompt tokens computed;
+// prompt_tokens_cached_total (where present) those reused from the slot's
+// cache. llm_prompt_tokens_total means all prompt tokens on every engine,
+// so here it is their sum, and the cached ones are prefix-cache hits out
+// of it.
 var llamacppTable = newTable(table{
 	engine: snapshot.LlamaCPP,
 	sources: []*source{
@@ -14,5 +24,29 @@ var llamacppTable = newTable(table{
 		gauge(snapshot.KVCacheUsage, "llamacpp:kv_cache_usage_ratio", aggMax),
 		counter(snapshot.PromptTokens, "llamacpp:prompt_tokens_total", aggSum),
 		counter(snapshot.GenerationTokens, "llamacpp:tokens_predicted_total", aggSum),
+		counter(snapshot.PrefixCacheHits, "llamacpp:prompt_tokens_cached_total", aggSum),
+		counter(snapshot.EngineSteps, "llamacpp:n_decode_total", aggSum),
 	},
+	post:    llamacppPrompt,
+	derived: []derived{{kindCounter, int(snapshot.PrefixCacheQueries), "llamacpp:prompt_tokens_total + prompt_tokens_cached_total"}},
 }, nil)
+
+// llamacppPrompt makes the prompt tokens all prompt tokens, computed and
+// cached, and the prefix-cache queries the same count. When the cached
+// counter is present but unusable, the prompt tokens are left out too:
+// without it they would fall to the computed count alone and read as a
+// reset.
+func llamacppPrompt(m *snapshot.Model, _ func(string) (float64, bool)) {
+	if m.CounterFailed[snapshot.PrefixCacheHits] {
+		m.Counters[snapshot.PromptTokens] = snapshot.Value{}
+		m.CounterFailed[snapshot.PromptTokens] = true
+		return
+	}
+	hits, prompt := m.Counters[snapshot.PrefixCacheHits], m.Counters[snapshot.PromptTokens]
+	if !hits.OK || !prompt.OK {
+		return
+	}
+	all := snapshot.Value{V: prompt.V + hits.V, OK: true}
+	m.Counters[snapshot.PromptTokens] = all
+	m.Counters[snapshot.PrefixCacheQueries] = all
+}

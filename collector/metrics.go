@@ -28,10 +28,11 @@ var (
 	}
 	counterSignals = [snapshot.NumCounters]signal{
 		{"llm_preemptions_total", "Requests preempted (SGLang: retracted) to free KV cache.", kindCounter, int(snapshot.Preemptions)},
-		{"llm_prompt_tokens_total", "Prompt (prefill) tokens processed.", kindCounter, int(snapshot.PromptTokens)},
+		{"llm_prompt_tokens_total", "Prompt tokens of the requests, computed or found in the prefix cache alike.", kindCounter, int(snapshot.PromptTokens)},
 		{"llm_generation_tokens_total", "Generation (decode) tokens produced.", kindCounter, int(snapshot.GenerationTokens)},
 		{"llm_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", kindCounter, int(snapshot.PrefixCacheQueries)},
 		{"llm_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", kindCounter, int(snapshot.PrefixCacheHits)},
+		{"llm_engine_steps_total", "Forward passes (batches) the engine ran; it advances every step while requests are served, also on engines that count generated tokens only when a request completes.", kindCounter, int(snapshot.EngineSteps)},
 	}
 	finishedSignal = signal{"llm_requests_finished_total", "Finished requests by finish reason.", kindFinished, 0}
 	histSignals    = [snapshot.NumHists]signal{
@@ -50,9 +51,6 @@ func (s signal) fullHelp() string {
 	var parts []string
 	for _, e := range snapshot.Engines {
 		fams := tables[e].familiesFor(s.kind, s.field)
-		if s.field == int(snapshot.PrefixCacheQueries) && s.kind == kindCounter && e == snapshot.SGLang {
-			fams = []string{"sglang:prompt_tokens_total (with cached_tokens_total)"}
-		}
 		if len(fams) > 0 {
 			parts = append(parts, strings.Join(fams, " or "))
 		}
@@ -72,9 +70,6 @@ func Support(e snapshot.Engine) map[string]bool {
 		for _, s := range list {
 			out[s.name] = len(t.familiesFor(s.kind, s.field)) > 0
 		}
-	}
-	if e == snapshot.SGLang {
-		out[counterSignals[snapshot.PrefixCacheQueries].name] = true
 	}
 	return out
 }

@@ -307,6 +307,14 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	}
 	ref, ok := p.tab.samples[name]
 	if !ok {
+		for _, sel := range p.tab.selected[name] {
+			if p.lbls.Get(sel.key) == sel.value {
+				ref, ok = sel.ref, true
+				break
+			}
+		}
+	}
+	if !ok {
 		p.cache[key] = s
 		return s
 	}
@@ -324,8 +332,23 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			break
 		}
 	}
-	if ref.src.kind == kindFinished && s.reason == "" {
-		s.reason = "unknown"
+	if ref.src.kind == kindFinished {
+		if p.tab.reasonOf != nil {
+			reason, keep := p.tab.reasonOf(ref.src.reason, p.lbls.Get)
+			if !keep {
+				// Not a finished request in the contract's sense: left
+				// out, like a series the table does not know.
+				p.cache[key] = s
+				return s
+			}
+			s.reason = reason
+		}
+		if s.reason == "" {
+			s.reason = ref.src.reason
+		}
+		if s.reason == "" {
+			s.reason = "unknown"
+		}
 	}
 	acc := p.models[model]
 	if acc == nil {
@@ -349,6 +372,9 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			s.err = &FamilyError{Family: ref.src.family, Model: model, Err: fmt.Errorf("bucket with le=%q is not a number; the bucket is left out", le)}
 			s.ref = sampleRef{}
 		case !math.IsInf(bound, +1):
+			if ref.src.scale != 0 {
+				bound *= ref.src.scale
+			}
 			i, ok := acc.hist(ref.src.id).boundIndex(bound)
 			if !ok {
 				i = overflowBucket

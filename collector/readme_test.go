@@ -14,7 +14,7 @@ func TestREADMESupportMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(raw), "| series | vllm | sglang | llamacpp |")
+	_, after, ok := strings.Cut(string(raw), "| series | vllm | sglang | llamacpp | tgi | triton | trtllm | dynamo |")
 	if !ok {
 		t.Fatal("README has no support matrix")
 	}

@@ -30,13 +30,14 @@ var sglangTable = newTable(table{
 		// generation_tokens_total (TokenizerMetricsCollector).
 		hist(snapshot.OutputTokens, "sglang:generation_tokens_histogram", aggMax),
 	},
-	post: sglangPrefixQueries,
+	post:    sglangPrefixQueries,
+	derived: []derived{{kindCounter, int(snapshot.PrefixCacheQueries), "sglang:prompt_tokens_total (with cached_tokens_total)"}},
 }, map[string][]string{"sglang:": {"sglang_"}})
 
 // sglangPrefixQueries: SGLang counts cached prompt tokens
 // (cached_tokens_total) against all prompt tokens, which is what vLLM calls
 // prefix-cache hits and queries.
-func sglangPrefixQueries(m *snapshot.Model) {
+func sglangPrefixQueries(m *snapshot.Model, _ func(string) (float64, bool)) {
 	if m.Counters[snapshot.PrefixCacheHits].OK && m.Counters[snapshot.PromptTokens].OK {
 		m.Counters[snapshot.PrefixCacheQueries] = m.Counters[snapshot.PromptTokens]
 	}

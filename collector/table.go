@@ -14,6 +14,10 @@ const (
 	kindCounter
 	kindFinished // a counter split by a finish-reason label
 	kindHist
+	// kindAux is an engine family that feeds no contract signal by itself:
+	// the table's post function derives one from it (TGI's KV ratio from
+	// two token gauges).
+	kindAux
 )
 
 // agg says how series of one source that differ only in labels the
@@ -36,6 +40,39 @@ type source struct {
 	// negativeAbsent: a negative value means "feature off" (vLLM V0 prefix
 	// hit rate reports -1 when prefix caching is disabled).
 	negativeAbsent bool
+	// match, when set, selects one series of a family by a label value
+	// (Triton's nv_trt_llm_request_metrics{request_type="active"}): the
+	// family then feeds several signals, one per selector value.
+	match [2]string
+	// reason is the finish reason of a finished-request family whose
+	// series carry none (TGI's tgi_request_success: "success").
+	reason string
+	// scale converts a histogram's unit to seconds: bounds and sum are
+	// multiplied by it (Triton's millisecond histograms: 0.001). Zero is 1.
+	scale float64
+}
+
+// name is how the source is written in HELP texts and errors: the family,
+// with its selector when it has one.
+func (s *source) name() string {
+	if s.match[0] == "" {
+		return s.family
+	}
+	return s.family + `{` + s.match[0] + `="` + s.match[1] + `"}`
+}
+
+// selected is a source reached through a label selector.
+type selected struct {
+	key, value string
+	ref        sampleRef
+}
+
+// derived names a contract signal that a table's post function computes,
+// and from what, for HELP texts and the support matrix.
+type derived struct {
+	kind  kind
+	field int
+	from  string
 }
 
 // part is which sample of a family a series is.
@@ -58,10 +95,18 @@ type table struct {
 	engine       snapshot.Engine
 	modelLabels  []string // label keys holding the model name, in preference order
 	reasonLabels []string // label keys holding a finish reason
-	sources      []*source
-	samples      map[string]sampleRef // exposed sample name -> source and part
-	// post adjusts a finished model (derived signals an engine gives indirectly).
-	post func(*snapshot.Model)
+	// reasonOf, when set, maps a finished-request series' labels to a
+	// contract finish reason (get reads one label; "" when absent); false
+	// leaves the series out (a request refused before it ran: vLLM never
+	// counts those either).
+	reasonOf func(fixed string, get func(string) string) (string, bool)
+	sources  []*source
+	samples  map[string]sampleRef  // exposed sample name -> source and part
+	selected map[string][]selected // exposed sample name -> sources by selector
+	// post adjusts a finished model (derived signals an engine gives
+	// indirectly); aux reads a kindAux source by name().
+	post    func(m *snapshot.Model, aux func(name string) (float64, bool))
+	derived []derived
 }
 
 func gauge(f snapshot.Gauge, family string, a agg) *source {
@@ -80,11 +125,27 @@ func finished(family string, a agg) *source {
 	return &source{family: family, kind: kindFinished, agg: a}
 }
 
+// finishedAs is a finished-request family whose series carry no reason.
+func finishedAs(family, reason string, a agg) *source {
+	return &source{family: family, kind: kindFinished, agg: a, reason: reason}
+}
+
+func aux(family string, a agg) *source {
+	return &source{family: family, kind: kindAux, agg: a}
+}
+
+// where selects one series of s's family by label key=value.
+func where(s *source, key, value string) *source {
+	s.match = [2]string{key, value}
+	return s
+}
+
 // newTable indexes sources by every sample name they expose. aliasPrefixes
 // maps an engine prefix to alternative spellings of it (SGLang's "sglang:"
 // re-exported as "sglang_").
 func newTable(t table, aliasPrefixes map[string][]string) *table {
 	t.samples = map[string]sampleRef{}
+	t.selected = map[string][]selected{}
 	for i, s := range t.sources {
 		s.id = i
 		names := []string{s.family}
@@ -96,6 +157,10 @@ func newTable(t table, aliasPrefixes map[string][]string) *table {
 			}
 		}
 		for _, n := range names {
+			if s.match[0] != "" {
+				t.selected[n] = append(t.selected[n], selected{s.match[0], s.match[1], sampleRef{s, partValue}})
+				continue
+			}
 			if s.kind == kindHist {
 				t.samples[n+"_bucket"] = sampleRef{s, partBucket}
 				t.samples[n+"_sum"] = sampleRef{s, partSum}
@@ -115,7 +180,12 @@ func (t *table) familiesFor(k kind, field int) []string {
 	var out []string
 	for _, s := range t.sources {
 		if s.kind == k && (k == kindFinished || s.field == field) {
-			out = append(out, s.family)
+			out = append(out, s.name())
+		}
+	}
+	for _, d := range t.derived {
+		if d.kind == k && d.field == field {
+			out = append(out, d.from)
 		}
 	}
 	return out
@@ -125,4 +195,8 @@ var tables = map[snapshot.Engine]*table{
 	snapshot.VLLM:     vllmTable,
 	snapshot.SGLang:   sglangTable,
 	snapshot.LlamaCPP: llamacppTable,
+	snapshot.TGI:      tgiTable,
+	snapshot.Triton:   tritonTable,
+	snapshot.TRTLLM:   trtllmTable,
+	snapshot.Dynamo:   dynamoTable,
 }

@@ -47,7 +47,7 @@ type Target struct {
 	// Name is the value of the target label on every series of this engine.
 	Name string `yaml:"name"`
 	URL  string `yaml:"url"`
-	// Engine is auto, vllm, sglang or llamacpp.
+	// Engine is auto, vllm, sglang, llamacpp, tgi, triton, trtllm or dynamo.
 	Engine string `yaml:"engine"`
 	// Timeout bounds one scrape; 0 means the default.
 	Timeout Duration `yaml:"timeout"`

@@ -8,7 +8,7 @@ import (
 )
 
 // Engines a target may name.
-var engineNames = []string{"auto", "vllm", "sglang", "llamacpp"}
+var engineNames = []string{"auto", "vllm", "sglang", "llamacpp", "tgi", "triton", "trtllm", "dynamo"}
 
 // ReservedLabels are the label names the daemon or Prometheus set on a
 // target's series; a static label must not shadow them. A test in

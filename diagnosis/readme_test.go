@@ -25,6 +25,7 @@ func engineSnapshot(e snapshot.Engine) *snapshot.Snapshot {
 		"llm_generation_tokens_total":               func() { m.Counters[snapshot.GenerationTokens].OK = true },
 		"llm_prefix_cache_queries_total":            func() { m.Counters[snapshot.PrefixCacheQueries].OK = true },
 		"llm_prefix_cache_hits_total":               func() { m.Counters[snapshot.PrefixCacheHits].OK = true },
+		"llm_engine_steps_total":                    func() { m.Counters[snapshot.EngineSteps].OK = true },
 		"llm_requests_finished_total":               func() { m.Finished = map[string]float64{} },
 		"llm_time_to_first_token_seconds":           func() { m.Hists[snapshot.TTFT] = h() },
 		"llm_inter_token_latency_seconds":           func() { m.Hists[snapshot.ITL] = h() },
@@ -47,7 +48,7 @@ func TestREADMEFailureModeSupport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(raw), "| mode | vLLM | SGLang | llama.cpp | GPU backend needed |")
+	_, after, ok := strings.Cut(string(raw), "| mode | vLLM | SGLang | llama.cpp | TGI | Triton TRT-LLM | trtllm-serve | Dynamo | GPU backend needed |")
 	if !ok {
 		t.Fatal("README has no failure-mode support table")
 	}
@@ -69,7 +70,7 @@ func TestREADMEFailureModeSupport(t *testing.T) {
 				t.Errorf("README says %s on %s is %v, the code says %v", mode, e, got, want)
 			}
 		}
-		needGPU := strings.HasPrefix(strings.TrimSpace(cells[4]), "yes")
+		needGPU := strings.HasPrefix(strings.TrimSpace(cells[len(snapshot.Engines)+1]), "yes")
 		if noGPU := len(support(engineSnapshot(snapshot.VLLM), nil, Signals{})[mode]) > 0; noGPU != needGPU {
 			t.Errorf("README says %s needs a GPU backend: %v, the code says %v", mode, needGPU, noGPU)
 		}

@@ -50,11 +50,11 @@ func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bo
 	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= th.QueueMinWaiting && ahead >= th.QueueMinWaiting
 	ok := (growing(w, th) && atCeiling(w, th) || standing) && kvOK
 	if held {
-		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %.2f (< %.2f)",
-			w.Waiting.V, w.WaitingSlope.V, ahead, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, w.KVUsage.V, th.KVHigh)
+		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %s (< %.2f)",
+			w.Waiting.V, w.WaitingSlope.V, ahead, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 	}
-	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %.2f (< %.2f)",
-		w.Waiting.V, w.WaitingSlope.V, th.QueueSlope, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, w.KVUsage.V, th.KVHigh)
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, th.QueueSlope, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 }
 
 // kv_preemption: the cache is full and the engine preempts. Once raised
@@ -164,11 +164,15 @@ func gpuThrottling(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (boo
 func engineStall(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	down := w.UpShare.OK && 1-w.UpShare.V >= th.DownShare
 	inflight := w.Running.V + w.Waiting.V
-	silent := w.GenerationTokensPerSecond.OK && w.GenerationTokensPerSecond.V == 0 && w.Running.OK && inflight >= 1
+	// Silent: neither a token nor an engine step came out. An engine that
+	// counts tokens at completion (llama.cpp b11669, TGI) and is still
+	// stepping through long generations is not silent.
+	gen, steps := w.GenerationTokensPerSecond, w.EngineStepsPerSecond
+	silent := (gen.OK || steps.OK) && (!gen.OK || gen.V == 0) && (!steps.OK || steps.V == 0) && w.Running.OK && inflight >= 1
 	fin := w.FinishedPerSecond.V * w.Span.Seconds()
 	failing := w.ErrorRatio.OK && fin >= th.MinFinished && w.ErrorRatio.V >= th.ErrorRatio
-	return down || silent || failing, fmt.Sprintf("up in %.0f%% of scrapes (down >= %.0f%%); %.1f in flight, %.1f generated tok/s; %.1f%% of %.0f finished in error (>= %.0f%%)",
-		100*w.UpShare.V, 100*th.DownShare, inflight, w.GenerationTokensPerSecond.V, 100*w.ErrorRatio.V, fin, 100*th.ErrorRatio)
+	return down || silent || failing, fmt.Sprintf("up in %.0f%% of scrapes (down >= %.0f%%); %.1f in flight, %s generated tok/s, %s engine steps/s; %s of %.0f finished in error (>= %.0f%%)",
+		100*w.UpShare.V, 100*th.DownShare, inflight, show(gen, "%.1f", 1), show(steps, "%.1f", 1), show(w.ErrorRatio, "%.1f%%", 100), fin, 100*th.ErrorRatio)
 }
 
 // show formats a signal scaled by k, or says it is not measured.
@@ -187,7 +191,7 @@ func support(snap, prev *snapshot.Snapshot, w Signals) [NumModes][]string {
 		snap = prev
 	}
 	var have struct {
-		running, waiting, kv, preempt, prompt, gen, prefix, ttft, decode bool
+		running, waiting, kv, preempt, prompt, gen, steps, prefix, ttft, decode bool
 	}
 	if snap != nil {
 		for i := range snap.Models {
@@ -198,6 +202,7 @@ func support(snap, prev *snapshot.Snapshot, w Signals) [NumModes][]string {
 			have.preempt = have.preempt || m.Counters[snapshot.Preemptions].OK
 			have.prompt = have.prompt || m.Counters[snapshot.PromptTokens].OK
 			have.gen = have.gen || m.Counters[snapshot.GenerationTokens].OK
+			have.steps = have.steps || m.Counters[snapshot.EngineSteps].OK
 			have.prefix = have.prefix || m.Counters[snapshot.PrefixCacheQueries].OK && m.Counters[snapshot.PrefixCacheHits].OK ||
 				m.Gauges[snapshot.PrefixCacheHitRatio].OK
 			have.ttft = have.ttft || m.Hists[snapshot.TTFT] != nil
@@ -221,6 +226,6 @@ func support(snap, prev *snapshot.Snapshot, w Signals) [NumModes][]string {
 	s[PrefixCacheCollapse] = need("prefix_cache_hits", have.prefix)
 	s[DecodeSaturation] = need("inter_token_latency", have.decode, "time_to_first_token", have.ttft, "running", have.running, "waiting", have.waiting, "preemptions", have.preempt)
 	s[GPUThrottling] = need("gpu", w.GPUClockRatio.OK || w.GPUThrottledShare.OK)
-	s[EngineStall] = need("running", have.running, "waiting", have.waiting, "generation_tokens", have.gen)
+	s[EngineStall] = need("running", have.running, "waiting", have.waiting, "generation_tokens", have.gen || have.steps)
 	return s
 }

@@ -53,6 +53,10 @@ type Signals struct {
 	PrefixHitRatio Value
 	// GenerationTokensPerSecond over the span.
 	GenerationTokensPerSecond Value
+	// EngineStepsPerSecond: forward passes over the span, where the engine
+	// counts them (llama.cpp, TGI, Triton). It shows progress on engines
+	// that count generated tokens only when a request completes.
+	EngineStepsPerSecond Value
 	// FinishedPerSecond, and the shares that ended in error and abort.
 	FinishedPerSecond, ErrorRatio, AbortRatio Value
 	// GPU: the lowest SM clock ratio (mean), summed power (mean), the
@@ -212,6 +216,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	sig.PreemptionsPerSecond = rate(snapshot.Preemptions)
 	sig.PromptTokensPerSecond = rate(snapshot.PromptTokens)
 	sig.GenerationTokensPerSecond = rate(snapshot.GenerationTokens)
+	sig.EngineStepsPerSecond = rate(snapshot.EngineSteps)
 	if q, h := ctr[snapshot.PrefixCacheQueries], ctr[snapshot.PrefixCacheHits]; q.OK && h.OK {
 		if q.V > 0 {
 			sig.PrefixHitRatio = some(h.V / q.V)

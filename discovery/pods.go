@@ -28,7 +28,8 @@ const (
 	AnnotationPath = "goodput-exporter.io/path"
 	// AnnotationScheme is http (default) or https.
 	AnnotationScheme = "goodput-exporter.io/scheme"
-	// AnnotationEngine is auto (default), vllm, sglang or llamacpp.
+	// AnnotationEngine is auto (default), vllm, sglang, llamacpp, tgi,
+	// triton, trtllm or dynamo.
 	AnnotationEngine = "goodput-exporter.io/engine"
 	// AnnotationModel is the model label for engines whose series carry
 	// none (llama.cpp).
@@ -49,7 +50,7 @@ const (
 	LabelContainer = "container"
 )
 
-var engines = []string{"auto", "vllm", "sglang", "llamacpp"}
+var engines = []string{"auto", "vllm", "sglang", "llamacpp", "tgi", "triton", "trtllm", "dynamo"}
 
 // maxModel bounds the model annotation, a label value on every series.
 const maxModel = 256

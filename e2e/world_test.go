@@ -112,6 +112,10 @@ var (
 		{name: "llamacpp-3", format: "llamacpp"},
 		{"llamacpp-4", "llamacpp", "gpu_throttling", onset, hold, "LLMGPUThrottling"},
 		{"llamacpp-5", "llamacpp", "engine_stall", onset, hold, "LLMEngineStall"},
+		// trtllm-serve: tokens counted when requests finish, vLLM's
+		// histogram layouts under its own names.
+		{name: "trtllm-6", format: "trtllm"},
+		{"trtllm-7", "trtllm", "queue_growth", onset, hold, "LLMQueueGrowth"},
 	}
 	overloaded = "vllm-5"
 	restarted  = "vllm-restart" // its own process on node A, killed and restarted

@@ -196,7 +196,7 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 			}
 		}
 		if advice := goodput.BucketAdvice(m, applied...); advice != nil {
-			if flags := bucketFlags(snap.Engine, advice); once("buckets/" + flags) {
+			if flags := bucketFlags(snap.Engine, advice); flags != "" && once("buckets/"+flags) {
 				logger.Info("an SLO threshold is not a bucket bound, so attainment is interpolated; these engine flags make it exact",
 					"model", ms.Model, "flags", flags)
 			}
@@ -234,11 +234,18 @@ var sglangBucketFlags = map[string]string{
 }
 
 // bucketFlags formats bucket advice as the engine's own flags: vLLM takes
-// one JSON value, SGLang a space-separated list per histogram.
+// one JSON value, SGLang a space-separated list per histogram; "" for an
+// engine that has no such flag.
 func bucketFlags(engine snapshot.Engine, advice map[string][]float64) string {
-	if engine != snapshot.SGLang {
+	switch engine {
+	case snapshot.VLLM:
 		js, _ := goodput.CustomHistogramBuckets(advice)
 		return "--custom-histogram-buckets '" + js + "'"
+	case snapshot.SGLang:
+	default:
+		// TGI, Triton, trtllm-serve and Dynamo take no list of bounds
+		// on their command line (Dynamo only a log-spaced range).
+		return ""
 	}
 	var parts []string
 	for _, fam := range slices.Sorted(maps.Keys(advice)) {

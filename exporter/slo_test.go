@@ -14,4 +14,9 @@ func TestBucketFlagsPerEngine(t *testing.T) {
 	if got, want := bucketFlags(snapshot.SGLang, advice), "--bucket-inter-token-latency 0.025 0.04 0.05 --bucket-time-to-first-token 0.1 0.2 0.3 0.4"; got != want {
 		t.Errorf("sglang: %s\nwant %s", got, want)
 	}
+	for _, e := range []snapshot.Engine{snapshot.TGI, snapshot.Triton, snapshot.TRTLLM, snapshot.Dynamo} {
+		if got := bucketFlags(e, advice); got != "" {
+			t.Errorf("%s has no bucket flag, got %s", e, got)
+		}
+	}
 }

@@ -87,20 +87,25 @@ func sumOutput(rs []Record) uint64 {
 	return n
 }
 
-type expositions struct{ vllm, sglang, llamacpp, dcgm, log string }
+type expositions struct{ vllm, sglang, llamacpp, dcgm, log, others string }
 
 func capture(t *testing.T, e *Engine, log *bytes.Buffer) expositions {
 	t.Helper()
-	var out [4]bytes.Buffer
+	out := make([]bytes.Buffer, len(Formats)+1)
 	for i, f := range Formats {
 		if err := e.WriteMetrics(&out[i], f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.WriteGPUMetrics(&out[3]); err != nil {
+	dcgm := &out[len(Formats)]
+	if err := e.WriteGPUMetrics(dcgm); err != nil {
 		t.Fatal(err)
 	}
-	return expositions{out[0].String(), out[1].String(), out[2].String(), out[3].String(), log.String()}
+	var others string
+	for i := 3; i < len(Formats); i++ {
+		others += out[i].String()
+	}
+	return expositions{out[0].String(), out[1].String(), out[2].String(), dcgm.String(), log.String(), others}
 }
 
 func runFor(t *testing.T, seed uint64, observe time.Duration) expositions {

@@ -13,10 +13,14 @@ const (
 	FormatVLLM     Format = "vllm"
 	FormatSGLang   Format = "sglang"
 	FormatLlamaCPP Format = "llamacpp"
+	FormatTGI      Format = "tgi"
+	FormatTriton   Format = "triton"
+	FormatTRTLLM   Format = "trtllm"
+	FormatDynamo   Format = "dynamo"
 )
 
 // Formats lists the engine formats, the default first.
-var Formats = []Format{FormatVLLM, FormatSGLang, FormatLlamaCPP}
+var Formats = []Format{FormatVLLM, FormatSGLang, FormatLlamaCPP, FormatTGI, FormatTriton, FormatTRTLLM, FormatDynamo}
 
 // ParseFormat accepts a format name.
 func ParseFormat(s string) (Format, error) {
@@ -25,7 +29,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown format %q (want vllm, sglang or llamacpp)", s)
+	return "", fmt.Errorf("unknown format %q (want vllm, sglang, llamacpp, tgi, triton, trtllm or dynamo)", s)
 }
 
 // ContentType is the text exposition media type every format uses.
@@ -42,6 +46,14 @@ func (e *Engine) WriteMetrics(w io.Writer, f Format) error {
 		body = e.sglangText()
 	case FormatLlamaCPP:
 		body = e.llamacppText()
+	case FormatTGI:
+		body = e.tgiText()
+	case FormatTriton:
+		body = e.tritonText()
+	case FormatTRTLLM:
+		body = e.trtllmText()
+	case FormatDynamo:
+		body = e.dynamoText()
 	default:
 		_, err := ParseFormat(string(f))
 		return err

@@ -1,6 +1,9 @@
 package sim
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // hist is a classic cumulative histogram as the engines keep one.
 type hist struct {
@@ -66,4 +69,49 @@ func vllmTokenBuckets(maxModelLen int) []float64 {
 			out = append(out, m*e)
 		}
 	}
+}
+
+// tgiDurationBuckets: TGI's router gives every *_duration histogram 35
+// geometric bounds, 0.0001·1.5^k for k = 1..35 (router/src/server.rs).
+var tgiDurationBuckets = func() []float64 {
+	out := make([]float64, 35)
+	b := 0.0001
+	for i := range out {
+		b *= 1.5
+		out[i] = b
+	}
+	return out
+}()
+
+// tgiLinearBuckets are TGI's token histograms' 100 linear bounds up to a
+// token limit.
+func tgiLinearBuckets(limit int) []float64 {
+	out := make([]float64, 100)
+	step := float64(limit) / 100
+	for i := range out {
+		out[i] = step * float64(i+1)
+	}
+	return out
+}
+
+// tritonFirstResponseMs are the bounds the simulated Triton model
+// configures for nv_inference_first_response_histogram_ms (Triton takes
+// them from the model's metrics configuration), in milliseconds.
+var tritonFirstResponseMs = []float64{50, 100, 250, 500, 1000, 2500, 5000, 10000}
+
+// dynamoLogBuckets is Dynamo's generate_log_buckets: 0, then count-1
+// log-spaced values from min to max, each rounded to 2 significant
+// figures, duplicates removed (lib/llm/src/http/service/metrics.rs).
+func dynamoLogBuckets(lo, hi float64, count int) []float64 {
+	out := []float64{0}
+	for i := 1; i < count; i++ {
+		v := math.Exp(math.Log(lo) + (math.Log(hi)-math.Log(lo))*float64(i)/float64(count-1))
+		mag := math.Floor(math.Log10(v))
+		scale := math.Pow(10, 1-mag)
+		v = math.Round(v*scale) / scale
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -55,4 +55,20 @@ func (e *Engine) observeFinished(rec *Record) {
 	h.numPreempt.observe(float64(rec.Preemptions))
 	h.sgRetractions.observe(float64(rec.Preemptions))
 	e.c.DecodeSeconds += decode
+	// TGI observes its request histograms when a request succeeds, the
+	// input length for every validated request.
+	h.tgiInput.observe(float64(rec.PromptTokens))
+	if rec.Reason == FinishStop || rec.Reason == FinishLength {
+		h.tgiE2E.observe(e2e)
+		h.tgiQueue.observe(secs(rec.Queue()))
+		h.tgiInference.observe(inference)
+		if rec.OutputTokens > 0 {
+			h.tgiMeanTPT.observe(inference / float64(rec.OutputTokens))
+		}
+		h.tgiGenToks.observe(float64(rec.OutputTokens))
+	}
+	// Dynamo's frontend, for every request it saw end (the input length
+	// and cached tokens are observed with the first token).
+	h.dynE2E.observe(e2e)
+	h.dynOSL.observe(float64(rec.OutputTokens))
 }

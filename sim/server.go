@@ -108,7 +108,16 @@ func (s *Server) Evaluate(from, to time.Duration, th Thresholds) (r Report) {
 
 // Handler serves the engine's /metrics in format f.
 func (s *Server) Handler(f Format) http.Handler {
-	return s.serve(func(e *Engine, b *strings.Builder) error { return e.WriteMetrics(b, f) })
+	h := s.serve(func(e *Engine, b *strings.Builder) error { return e.WriteMetrics(b, f) })
+	if f != FormatLlamaCPP {
+		return h
+	}
+	var start string
+	s.Do(func(e *Engine) { start = e.llamacppProcessStart() })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Process-Start-Time-Unix", start)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // GPUHandler serves the GPU in dcgm-exporter format.

@@ -40,6 +40,15 @@ type Counters struct {
 	// PromptComputed and PromptCached split it by source.
 	PromptTokens, PromptComputed, PromptCached uint64
 	GenerationTokens                           uint64
+	// CompletedOutputTokens counts each request's output tokens once,
+	// when it finishes (whatever the reason), as llama.cpp b11669 counts
+	// tokens_predicted_total.
+	CompletedOutputTokens uint64
+	// CompletedPromptTokens and CompletedCachedTokens count each
+	// request's prompt, and the part of it found in the prefix cache, when
+	// it finishes, as trtllm-serve logs them (requests that reached their
+	// first token).
+	CompletedPromptTokens, CompletedCachedTokens uint64
 	// PrefixQueries and PrefixHits are prompt tokens looked up in the
 	// prefix cache at first admission and the tokens found.
 	PrefixQueries, PrefixHits uint64
@@ -48,6 +57,8 @@ type Counters struct {
 	// PrefillTokens and DecodeTokens are tokens computed by steps.
 	PrefillTokens, DecodeTokens uint64
 	Steps, StepSeqs             uint64
+	// PrefillSteps are the steps that carried prefill work.
+	PrefillSteps uint64
 	// PrefillBusy and DecodeBusy split step time by whether the step
 	// carried prefill work.
 	PrefillBusy, DecodeBusy time.Duration
@@ -75,6 +86,13 @@ type hists struct {
 
 	sgTTFT, sgITL, sgE2E, sgQueue, sgRetractions *hist
 	sgPromptToks, sgGenToks                      *hist
+
+	// TGI's, observed for successful requests as its router does.
+	tgiE2E, tgiQueue, tgiInference, tgiMeanTPT, tgiGenToks, tgiInput *hist
+	// Triton's opt-in first-response histogram, in milliseconds.
+	tritonTTFT *hist
+	// Dynamo's frontend.
+	dynTTFT, dynITL, dynE2E, dynISL, dynOSL, dynCached *hist
 }
 
 func newHists(maxModelLen int) hists {
@@ -90,6 +108,13 @@ func newHists(maxModelLen int) hists {
 		sgTTFT: newHist(sglangTTFTBuckets), sgITL: newHist(sglangITLBuckets), sgE2E: newHist(sglangE2EBuckets),
 		sgQueue: newHist(sglangQueueBuckets), sgRetractions: newHist(sglangRetractions),
 		sgPromptToks: newHist(sglangTokenBuckets), sgGenToks: newHist(sglangTokenBuckets),
+
+		tgiE2E: newHist(tgiDurationBuckets), tgiQueue: newHist(tgiDurationBuckets), tgiInference: newHist(tgiDurationBuckets),
+		tgiMeanTPT: newHist(tgiDurationBuckets), tgiGenToks: newHist(tgiLinearBuckets(maxModelLen)), tgiInput: newHist(tgiLinearBuckets(maxModelLen - 1)),
+		tritonTTFT: newHist(tritonFirstResponseMs),
+		dynTTFT:    newHist(dynamoLogBuckets(0.001, 480, 18)), dynITL: newHist(dynamoLogBuckets(0.001, 2, 13)),
+		dynE2E: newHist(dynamoLogBuckets(1, 512, 10)), dynISL: newHist(dynamoLogBuckets(50, 128000, 12)),
+		dynOSL: newHist(dynamoLogBuckets(50, 32000, 10)), dynCached: newHist(dynamoLogBuckets(50, 128000, 12)),
 	}
 }
 

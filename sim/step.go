@@ -74,6 +74,7 @@ func (e *Engine) finishStep() {
 	dur := now - e.stepStart
 	if p.prefillTokens > 0 {
 		e.c.PrefillBusy += dur
+		e.c.PrefillSteps++
 	} else {
 		e.c.DecodeBusy += dur
 	}
@@ -97,6 +98,10 @@ func (e *Engine) sample(r *request) {
 		ttft := secs(now - r.arrival)
 		e.h.ttft.observe(ttft)
 		e.h.sgTTFT.observe(ttft)
+		e.h.dynTTFT.observe(ttft)
+		e.h.dynISL.observe(float64(r.prompt))
+		e.h.dynCached.observe(float64(r.cachedToks))
+		e.h.tritonTTFT.observe(1000 * ttft)
 		e.c.PromptTokens += uint64(r.prompt)
 		e.c.PromptCached += uint64(r.cachedToks)
 		e.c.PromptComputed += uint64(r.prompt - r.cachedToks)
@@ -107,6 +112,7 @@ func (e *Engine) sample(r *request) {
 		e.h.itl.observe(secs(itl))
 		// SGLang's tokenizer sees one token per decode step here.
 		e.h.sgITL.observeN(secs(itl), 1, secs(itl))
+		e.h.dynITL.observe(secs(itl))
 	}
 	r.lastToken = now
 	if r.generated >= r.target {
@@ -147,6 +153,13 @@ func (e *Engine) finish(r *request, reason FinishReason) {
 	r.state = stateDone
 	e.kv.release(r)
 	e.c.Finished[reasonIndex(reason)]++
+	e.c.CompletedOutputTokens += uint64(r.generated)
+	if r.generated > 0 {
+		// A request cancelled before its first token never ran its
+		// prompt; the simulator logs no prompt tokens for it.
+		e.c.CompletedPromptTokens += uint64(r.prompt)
+		e.c.CompletedCachedTokens += uint64(r.cachedToks)
+	}
 	rec := e.record(r, reason)
 	e.observeFinished(&rec)
 	e.truth.add(rec, now)

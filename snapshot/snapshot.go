@@ -17,10 +17,14 @@ const (
 	VLLM     Engine = "vllm"
 	SGLang   Engine = "sglang"
 	LlamaCPP Engine = "llamacpp"
+	TGI      Engine = "tgi"    // Hugging Face text-generation-inference
+	Triton   Engine = "triton" // Triton Inference Server with the TensorRT-LLM backend
+	TRTLLM   Engine = "trtllm" // TensorRT-LLM's own OpenAI server, trtllm-serve
+	Dynamo   Engine = "dynamo" // NVIDIA Dynamo's HTTP frontend
 )
 
 // Engines lists every known engine in a stable order.
-var Engines = []Engine{VLLM, SGLang, LlamaCPP}
+var Engines = []Engine{VLLM, SGLang, LlamaCPP, TGI, Triton, TRTLLM, Dynamo}
 
 // Gauge indexes the point-in-time signals of the contract.
 type Gauge int
@@ -44,6 +48,11 @@ const (
 	GenerationTokens                  // llm_generation_tokens_total
 	PrefixCacheQueries                // llm_prefix_cache_queries_total (tokens)
 	PrefixCacheHits                   // llm_prefix_cache_hits_total (tokens)
+	// EngineSteps is llm_engine_steps_total: forward passes (batches) the
+	// engine ran. It advances every step while requests are served, even
+	// on engines that count generated tokens only when a request
+	// completes, so it tells a long generation from a hung engine.
+	EngineSteps
 	NumCounters
 )
 

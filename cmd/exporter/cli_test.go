@@ -29,7 +29,7 @@ func TestCLI(t *testing.T) {
 		{name: "unknown flag", args: []string{"--bogus"}, wantErr: true, stderr: "unknown flag --bogus"},
 		{name: "check good", args: []string{"check-config", "../../config/testdata/good.yml"}, stdout: "ok (2 targets)"},
 		{name: "check bad", args: []string{"check-config", "../../config/testdata/invalid-target.yml"}, wantErr: true,
-			stdout: "invalid-target.yml: line 4: targets[0].engine: \"tgi\" is not one of"},
+			stdout: "invalid-target.yml: line 4: targets[0].engine: \"tfserving\" is not one of"},
 		{name: "timeout over interval", args: []string{"serve", "--collect.interval=1s", "--collect.timeout=2s"}, wantErr: true,
 			stderr: "must be positive and not longer than --collect.interval"},
 		{name: "bad target flag", args: []string{"--target", "nourl"}, wantErr: true, stderr: "want NAME=URL"},

@@ -19,7 +19,7 @@ import (
 // and how close the live goodput comes to the truth.
 type simulateCmd struct {
 	Engines       int           `name:"engines" default:"1" help:"Number of simulated engines."`
-	Format        string        `name:"format" default:"vllm" enum:"vllm,sglang,llamacpp" help:"Exposition format of the engines (${enum})."`
+	Format        string        `name:"format" default:"vllm" enum:"vllm,sglang,llamacpp,tgi,triton,trtllm,dynamo" help:"Exposition format of the engines (${enum})."`
 	Scenario      string        `name:"scenario" placeholder:"LEVER:DUR,...|@FILE" help:"Lever script, e.g. healthy:2m,kv_preemption:3m,healthy (end with ,repeat to loop; abort before a phase cuts off every request in the engine), or @FILE with one phase per line. Levers: healthy, queue_growth, kv_preemption, prefill_interference, kv_monopoly, prefix_cache_collapse, decode_saturation, gpu_throttling, engine_stall."`
 	Rate          float64       `name:"rate" help:"Requests per second per engine (default: the built-in chat workload's 10)."`
 	Speed         float64       `name:"speed" default:"1" help:"Simulated seconds per wall-clock second."`
