@@ -31,10 +31,10 @@ func (f *otlpFlags) validate() error {
 	if f.MaxRequestSize < 0 {
 		return errors.New("--otlp.max-request-size must be positive (0: the default, 4 MiB)")
 	}
-	if f.MaxInflightRequests < 1 || f.MaxInflightBytes < 1 || f.DedupMaxSpans < 1 || f.MaxCompletionTokens < 1 || f.DedupWindow <= 0 {
-		return errors.New("--otlp.max-inflight-requests, --otlp.max-inflight-bytes, --otlp.dedup-max-spans, --otlp.max-completion-tokens and --otlp.dedup-window must be positive")
+	if f.MaxInflightRequests < 0 || f.MaxInflightBytes < 0 || f.DedupMaxSpans < 0 || f.MaxCompletionTokens < 0 || f.DedupWindow < 0 {
+		return errors.New("--otlp.max-inflight-requests, --otlp.max-inflight-bytes, --otlp.dedup-max-spans, --otlp.max-completion-tokens and --otlp.dedup-window must be positive (0: the default)")
 	}
-	if f.MaxRequestSize > 0 && f.MaxInflightBytes < int64(f.MaxRequestSize) {
+	if f.MaxRequestSize > 0 && f.MaxInflightBytes > 0 && f.MaxInflightBytes < int64(f.MaxRequestSize) {
 		return errors.New("--otlp.max-inflight-bytes must be at least --otlp.max-request-size, or no export of the largest size could be served")
 	}
 	return nil

@@ -220,3 +220,24 @@ func grepLines(text, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// The OTLP bounds are refused when negative, and the in-flight bytes when
+// no export of the largest size could ever be admitted; 0 is the default.
+func TestOTLPBoundFlags(t *testing.T) {
+	for _, c := range []struct {
+		f    otlpFlags
+		want string
+	}{
+		{otlpFlags{}, ""},
+		{otlpFlags{MaxRequestSize: 4 << 20, MaxInflightBytes: 16 << 20}, ""},
+		{otlpFlags{MaxInflightRequests: -1}, "must be positive"},
+		{otlpFlags{DedupWindow: -time.Second}, "must be positive"},
+		{otlpFlags{MaxCompletionTokens: -5}, "must be positive"},
+		{otlpFlags{MaxRequestSize: 4 << 20, MaxInflightBytes: 1 << 20}, "at least --otlp.max-request-size"},
+	} {
+		err := c.f.validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
+		}
+	}
+}
