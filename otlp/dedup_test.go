@@ -175,7 +175,7 @@ func TestSpanWithoutIDsIsMalformed(t *testing.T) {
 }
 
 // Spans no engine can send are refused with their reason, and the sender
-// is told; a span at each bound is folded. 2^53 completion tokens (the
+// is told, over HTTP and gRPC; a span at each bound is folded. 2^53 completion tokens (the
 // largest count a double holds exactly) is refused at the ceiling.
 func TestImplausibleSpans(t *testing.T) {
 	with := func(kv ...any) map[string]any {
@@ -208,21 +208,23 @@ func TestImplausibleSpans(t *testing.T) {
 		{"model name of 257 bytes", with(AttrModel, long+"y"), ReasonModelTooLong},
 		{"model name of 256 KiB", with(AttrModel, strings.Repeat("m", 256<<10)), ReasonModelTooLong},
 	} {
-		s := &sink{}
-		r := New(Options{Sink: s})
-		send := receivers(t, r)[TransportHTTP]
-		resp := send(traces("vllm", c.attrs))
-		if c.reason == "" {
-			if len(s.reqs) != 1 || resp.PartialSuccess().RejectedSpans() != 0 {
-				t.Errorf("%s: folded %d, rejected %d; want it folded", c.name, len(s.reqs), resp.PartialSuccess().RejectedSpans())
+		for _, transport := range []string{TransportHTTP, TransportGRPC} {
+			s := &sink{}
+			r := New(Options{Sink: s})
+			send := receivers(t, r)[transport]
+			resp := send(traces("vllm", c.attrs))
+			if c.reason == "" {
+				if len(s.reqs) != 1 || resp.PartialSuccess().RejectedSpans() != 0 {
+					t.Errorf("%s over %s: folded %d, rejected %d; want it folded", c.name, transport, len(s.reqs), resp.PartialSuccess().RejectedSpans())
+				}
+				continue
 			}
-			continue
-		}
-		if len(s.reqs) != 0 || r.Implausible(c.reason) != 1 || r.Spans(ResultImplausible) != 1 {
-			t.Errorf("%s: folded %d, %s %d, implausible %d; want refused as %s", c.name, len(s.reqs), c.reason, r.Implausible(c.reason), r.Spans(ResultImplausible), c.reason)
-		}
-		if ps := resp.PartialSuccess(); ps.RejectedSpans() != 1 || !strings.Contains(ps.ErrorMessage(), ResultImplausible) {
-			t.Errorf("%s: the sender was told %d rejected, %q", c.name, ps.RejectedSpans(), ps.ErrorMessage())
+			if len(s.reqs) != 0 || r.Implausible(c.reason) != 1 || r.Spans(ResultImplausible) != 1 {
+				t.Errorf("%s over %s: folded %d, %s %d, implausible %d; want refused as %s", c.name, transport, len(s.reqs), c.reason, r.Implausible(c.reason), r.Spans(ResultImplausible), c.reason)
+			}
+			if ps := resp.PartialSuccess(); ps.RejectedSpans() != 1 || !strings.Contains(ps.ErrorMessage(), ResultImplausible) {
+				t.Errorf("%s over %s: the sender was told %d rejected, %q", c.name, transport, ps.RejectedSpans(), ps.ErrorMessage())
+			}
 		}
 	}
 }
