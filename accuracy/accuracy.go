@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/otlp"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -33,6 +34,13 @@ type Options struct {
 	// request-level (ttft, tpot, e2e, queue, error) for the joint check:
 	// the truth of a per-token itl objective is not a request outcome.
 	SLOs []goodput.SLO
+	// Delivery, when set, sends the request spans through a courier that
+	// duplicates, delays, reorders and loses them (see Delivery), and
+	// Window cuts the step into windows of that length (a multiple of
+	// Interval), each compared on its own (SLORow.Windows). Unset, every
+	// span arrives once, in order, in the interval its request finished.
+	Delivery *Delivery
+	Window   time.Duration
 }
 
 // Objective compares one objective over one step.
@@ -75,6 +83,9 @@ type SLORow struct {
 	// Exact is what the daemon judges from the engine's request spans
 	// (bound="exact"), beside the truth.
 	Exact ExactRow
+	// Windows compare exact with the truth window by window, when the
+	// spans went through a faulty delivery (Options.Delivery).
+	Windows []ExactWindow
 }
 
 // InBand reports whether the true joint share lies in the live bounds,
@@ -128,6 +139,9 @@ type Step struct {
 	TTFTP99    time.Duration
 	Throughput float64 // generated tok/s, all requests
 	SLOs       []SLORow
+	// With a faulty delivery: the copies the receiver recognised, and the
+	// requests of the step that ended without a first token.
+	Copies, NoFirstToken int
 }
 
 // Run sweeps and compares. Each rate runs a fresh engine (same seed):
@@ -203,7 +217,8 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 		lives[i].bounded = true
 	}
 	prev, after := before, before
-	feed := newSpanFeed(o.SLOs)
+	feed := newSpanFeed(o.SLOs, o.Delivery)
+	judged := make([]float64, len(o.SLOs))
 	model := ""
 	for _, m := range before.Models {
 		model = m.Name // the simulator serves one model
@@ -212,7 +227,6 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 		last := t
 		t = min(t+every, to)
 		e.AdvanceTo(t)
-		feed.send(e, model, last, t)
 		if after, err = scrape(); err != nil {
 			return Step{}, err
 		}
@@ -220,11 +234,17 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 			return Step{}, err
 		}
 		generated := tokens(prev, after)
+		clear(judged)
 		for _, m := range tr.Models() {
 			for k := range m.SLOs {
-				lives[sloIndex(o.SLOs, m.SLOs[k].SLO)].add(&m.SLOs[k], generated)
+				i := sloIndex(o.SLOs, m.SLOs[k].SLO)
+				lives[i].add(&m.SLOs[k], generated)
+				if in := m.SLOs[k].Joint.Interval; in.OK {
+					judged[i] += in.Requests
+				}
 			}
 		}
+		feed.send(e, model, last, t, judged)
 		prev = after
 	}
 	e.AdvanceTo(to + tail)
@@ -233,10 +253,16 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 	if feed.err != nil {
 		return Step{}, fmt.Errorf("request spans: %w", feed.err)
 	}
+	if feed.courier != nil {
+		st.Copies, st.NoFirstToken = int(feed.recv.Spans(otlp.ResultDuplicate)), feed.courier.aborted
+	}
 	for k, slo := range o.SLOs {
 		truth := judge(slo, recs, from, to)
 		row := compare(slo, &lives[k], after, truth, o.Step.Seconds())
 		row.Exact = feed.row(slo, model, truth)
+		if o.Window > 0 {
+			row.Windows = feed.windows(k, slo, recs, from, every, int(o.Window/every))
+		}
 		st.SLOs = append(st.SLOs, row)
 	}
 	return st, nil

@@ -44,9 +44,12 @@ func TestAccuracy(t *testing.T) {
 	judged, formerAbove, exactJudged := 0, 0, 0.0
 	for _, s := range steps {
 		for _, r := range s.SLOs {
-			// The spans carry every request's own latencies: judged one by
-			// one they must give the truth, requests and tokens, in every
-			// window, whatever the histograms' bounds.
+			// A consistency check, not a measurement: the spans are built
+			// from the same records as the truth and delivered once, in
+			// order, on time, so this checks the encoding and the judging
+			// (TestExactUnderFaultyDelivery delivers them as the world
+			// does). Judged one by one they must give the truth, requests
+			// and tokens, in every window, whatever the histograms' bounds.
 			if x := r.Exact; !x.Supported || !x.Equal() {
 				t.Errorf("rate %g, %s: exact from spans %+v differs from the truth", s.Rate, r.SLO, x)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -33,16 +34,32 @@ func (r ExactRow) Equal() bool {
 
 // spanFeed sends the spans of the requests that finished in each scrape
 // interval through the OTLP receiver, wire encoding included, into an
-// exact judge, as an engine exporting its spans to the daemon would.
+// exact judge, as an engine exporting its spans to the daemon would:
+// once, in order and on time, or through a courier that duplicates,
+// delays, reorders and loses them.
 type spanFeed struct {
-	recv  *otlp.Receiver
-	exact *goodput.Exact
-	err   error
+	recv    *otlp.Receiver
+	exact   *goodput.Exact
+	slos    []goodput.SLO
+	courier *courier // nil: every span once, on time
+	err     error
+	// After each interval i (from 1), cumulative per SLO: exact counts
+	// (cum[i]) and the requests the histograms judged (judged[i]).
+	cum    [][]exactCount
+	judged [][]float64
 }
 
-func newSpanFeed(slos []goodput.SLO) *spanFeed {
-	f := &spanFeed{exact: goodput.NewExact("sim", slos, 0)}
+// exactCount is what the exact judge has counted for one SLO.
+type exactCount struct{ requests, good, tokens float64 }
+
+func newSpanFeed(slos []goodput.SLO, d *Delivery) *spanFeed {
+	f := &spanFeed{exact: goodput.NewExact("sim", slos, 0), slos: slos}
+	if d != nil {
+		f.courier = newCourier(*d)
+	}
 	f.recv = otlp.New(otlp.Options{Sink: f})
+	f.cum = [][]exactCount{make([]exactCount, len(slos))}
+	f.judged = [][]float64{make([]float64, len(slos))}
 	return f
 }
 
@@ -56,13 +73,43 @@ func (f *spanFeed) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 	}
 }
 
-// send exports the records that finished in [from, to) as spans.
-func (f *spanFeed) send(e *sim.Engine, model string, from, to time.Duration) {
+// send hands over the spans of the records that finished in [from, to),
+// the interval's, and delivers what arrives in it; then it notes the
+// exact judge's counts and the histograms' judged requests (judged, per
+// SLO, this interval).
+func (f *spanFeed) send(e *sim.Engine, model string, from, to time.Duration, judged []float64) {
 	recs := e.Truth().Records(from, to)
+	i := len(f.cum)
+	if f.courier == nil {
+		f.export(recs, model, 0)
+	} else {
+		f.courier.take(i, recs)
+		for _, ex := range f.courier.deliver(i) {
+			f.export(ex, model, f.courier.skew())
+		}
+	}
+	cum := make([]exactCount, len(f.slos))
+	jud := slices.Clone(f.judged[i-1])
+	for k, slo := range f.slos {
+		jud[k] += judged[k]
+		if m := f.exact.Model(model); m != nil {
+			for _, s := range m.SLOs {
+				if s.SLO == slo.Name {
+					cum[k] = exactCount{s.Exact.Requests, s.Exact.GoodRequests, s.Exact.GoodTokens}
+				}
+			}
+		}
+	}
+	f.cum = append(f.cum, cum)
+	f.judged = append(f.judged, jud)
+}
+
+// export sends records as one export, its timestamps shifted by skew.
+func (f *spanFeed) export(recs []sim.Record, model string, skew time.Duration) {
 	if len(recs) == 0 || f.err != nil {
 		return
 	}
-	req := ptraceotlp.NewExportRequestFromTraces(sim.Spans(recs, sim.SpanOptions{Service: "sim", Model: model, Epoch: time.Unix(0, 0)}))
+	req := ptraceotlp.NewExportRequestFromTraces(sim.Spans(recs, sim.SpanOptions{Service: "sim", Model: model, Epoch: time.Unix(0, 0).Add(skew)}))
 	body, err := req.MarshalProto()
 	if err != nil {
 		f.err = err
@@ -73,8 +120,8 @@ func (f *spanFeed) send(e *sim.Engine, model string, from, to time.Duration) {
 		f.err = err
 		return
 	}
-	if out := f.recv.Consume(netip.Addr{}, got.Traces()); out.Dropped > 0 || out.Folded != len(recs) {
-		f.err = fmt.Errorf("spans of %d requests: %d folded, %d dropped (%s)", len(recs), out.Folded, out.Dropped, out.First)
+	if out := f.recv.Consume(netip.Addr{}, got.Traces()); out.Dropped > 0 || out.Folded+out.Duplicate != len(recs) {
+		f.err = fmt.Errorf("spans of %d requests: %d folded, %d copies, %d dropped (%s)", len(recs), out.Folded, out.Duplicate, out.Dropped, out.First)
 	}
 }
 

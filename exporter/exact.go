@@ -183,7 +183,13 @@ func (t *target) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 			drop(otlp.ResultNoModel)
 			continue
 		}
-		if !t.exact.Fold(r) {
+		// A model the engine has not shown gets one of a few slots of its
+		// own, so that made-up names cannot lock the real models out.
+		fold := t.exact.FoldUnshown
+		if fixed != "" || t.tracker.Model(r.Model) != nil {
+			fold = t.exact.Fold
+		}
+		if !fold(r) {
 			drop(otlp.ResultModelLimit)
 		}
 	}

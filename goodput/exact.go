@@ -1,6 +1,7 @@
 package goodput
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -120,7 +121,23 @@ type ExactModel struct {
 	Requests float64
 	// Seen is when the model's last request was folded.
 	Seen time.Time
+	// Unshown is set while the model has only been named by spans, never
+	// by its engine (FoldUnshown): it holds one of the few slots of such
+	// models, and is forgotten after UnshownTTL without a request.
+	Unshown bool
 }
+
+// Models named by spans but not (yet) by their engine get a budget of
+// their own, apart from the model limit, so that spans naming made-up
+// models cannot take the slots of the engine's real ones: at most
+// UnshownModels at a time per target, each forgotten UnshownTTL after its
+// last request. A real model whose spans arrive before the engine's first
+// scrape shows it starts there and moves to the model limit's budget
+// once the engine shows it, keeping its counts.
+const (
+	UnshownModels = 4
+	UnshownTTL    = 5 * time.Minute
+)
 
 // Exact judges traced requests of one target against its SLOs, exactly,
 // one request at a time, and keeps only counts: a request is folded in
@@ -139,14 +156,17 @@ func NewExact(target string, slos []SLO, limit int) *Exact {
 	return &Exact{target: target, slos: slos, limit: limit, now: time.Now}
 }
 
-// Forget drops the models no request has come for in the last d, with
-// their counts, so that models that come and go (LoRA adapters) do not
-// pile up; one that returns starts from zero. It returns how many it
-// dropped.
+// Forget drops the models no request has come for in the last d (the
+// last UnshownTTL for models only spans have named), with their counts,
+// so that models that come and go (LoRA adapters) do not pile up; one
+// that returns starts from zero. It returns how many it dropped.
 func (x *Exact) Forget(d time.Duration) int {
-	cut := x.now().Add(-d)
+	now := x.now()
+	cut, cutUnshown := now.Add(-d), now.Add(-min(d, UnshownTTL))
 	n := len(x.models)
-	x.models = slices.DeleteFunc(x.models, func(m ExactModel) bool { return m.Seen.Before(cut) })
+	x.models = slices.DeleteFunc(x.models, func(m ExactModel) bool {
+		return m.Seen.Before(cut) || m.Unshown && m.Seen.Before(cutUnshown)
+	})
 	return n - len(x.models)
 }
 
@@ -170,19 +190,37 @@ func (x *Exact) find(name string) (int, bool) {
 	return slices.BinarySearchFunc(x.models, name, func(m ExactModel, n string) int { return strings.Compare(m.Model, n) })
 }
 
-// Fold judges one request against every SLO that applies to its model.
-// It returns false, counting nothing, when the request names no model or
-// when it would be a new model past the cap.
+// Fold judges one request of a model its engine has shown (or the
+// configuration names) against every SLO that applies to the model. It
+// returns false, counting nothing, when the request names no model or
+// when it would be a new model past the cap. A model that spans alone had
+// named moves into the cap's budget, with its counts, when there is room.
 func (x *Exact) Fold(r *TracedRequest) bool {
+	return x.fold(r, false)
+}
+
+// FoldUnshown is Fold for a request of a model its engine has not shown:
+// a model new to the judge takes one of the UnshownModels slots, and the
+// request is refused (false) when they are all taken.
+func (x *Exact) FoldUnshown(r *TracedRequest) bool {
+	return x.fold(r, true)
+}
+
+func (x *Exact) fold(r *TracedRequest, unshown bool) bool {
 	if r.Model == "" {
 		return false
 	}
 	i, ok := x.find(r.Model)
-	if !ok {
-		if x.limit > 0 && len(x.models) >= x.limit {
+	switch {
+	case !ok:
+		if x.count(unshown) >= x.budget(unshown) {
 			return false
 		}
-		x.models = slices.Insert(x.models, i, x.newModel(r.Model))
+		m := x.newModel(r.Model)
+		m.Unshown = unshown
+		x.models = slices.Insert(x.models, i, m)
+	case x.models[i].Unshown && !unshown && x.count(false) < x.budget(false):
+		x.models[i].Unshown = false
 	}
 	m := &x.models[i]
 	m.Requests++
@@ -191,6 +229,30 @@ func (x *Exact) Fold(r *TracedRequest) bool {
 		m.SLOs[k].fold(r)
 	}
 	return true
+}
+
+// count is the number of models held in one budget.
+func (x *Exact) count(unshown bool) int {
+	n := 0
+	for i := range x.models {
+		if x.models[i].Unshown == unshown {
+			n++
+		}
+	}
+	return n
+}
+
+// budget is the size of one budget; a model limit of 0 is no cap.
+func (x *Exact) budget(unshown bool) int {
+	switch {
+	case unshown && x.limit > 0:
+		return min(UnshownModels, x.limit)
+	case unshown:
+		return UnshownModels
+	case x.limit > 0:
+		return x.limit
+	}
+	return math.MaxInt
 }
 
 func (x *Exact) newModel(name string) ExactModel {

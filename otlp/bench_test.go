@@ -2,12 +2,15 @@ package otlp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
@@ -35,6 +38,41 @@ func (s *judgeSink) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 	}
 }
 
+// export is an encoded export request whose spans can be given new ids in
+// place, so that sending it again sends new spans, not copies.
+type export struct {
+	body []byte
+	at   []int // offsets of each span's trace id in body
+	n    uint64
+}
+
+// next stamps a new number into the first eight bytes of every trace id
+// (the last eight, with the span id, keep the span's own number).
+func (e *export) next() []byte {
+	e.n++
+	for _, off := range e.at {
+		binary.BigEndian.PutUint64(e.body[off:], e.n)
+	}
+	return e.body
+}
+
+// stream is batch(n), sent again as new spans each time.
+func stream(n int) *export {
+	e := &export{body: batch(n)}
+	first := lastID.Load() - uint64(n) + 1
+	for i := range uint64(n) {
+		var tid [16]byte
+		tid[0] = 0xab
+		binary.BigEndian.PutUint64(tid[8:], first+i)
+		off := bytes.Index(e.body, tid[:])
+		if off < 0 {
+			panic("trace id not found in the encoded export")
+		}
+		e.at = append(e.at, off)
+	}
+	return e
+}
+
 // batch is one export of n request spans as a vLLM engine sends them
 // (the Python SDK's BatchSpanProcessor sends up to 512 at a time), with
 // latencies that vary from span to span.
@@ -58,13 +96,13 @@ func batch(n int) []byte {
 // spans over HTTP: read the body, decode the protobuf, judge each request
 // against two SLOs, answer. spans/s is per core (run with -cpu 1).
 func BenchmarkReceive(b *testing.B) {
-	body := batch(512)
+	ex := stream(512)
 	r := New(Options{Sink: newJudgeSink()})
-	b.SetBytes(int64(len(body)))
+	b.SetBytes(int64(len(ex.body)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(ex.next()))
 		req.Header.Set("Content-Type", "application/x-protobuf")
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, req)
@@ -89,11 +127,11 @@ func heapAfterGC() uint64 {
 // folded into counts, never stored, so it stays flat however long the
 // stream.
 func BenchmarkSustainedStream(b *testing.B) {
-	body := batch(512)
+	ex := stream(512)
 	sink := newJudgeSink()
 	r := New(Options{Sink: sink})
 	send := func() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(ex.next()))
 		req.Header.Set("Content-Type", "application/x-protobuf")
 		r.ServeHTTP(httptest.NewRecorder(), req)
 	}
@@ -118,11 +156,14 @@ func TestMemoryFlatUnderStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("folds 60 000 spans")
 	}
-	body := batch(500)
+	ex := stream(500)
 	sink := newJudgeSink()
-	r := New(Options{Sink: sink})
+	// The duplicate filter holds what it is allowed to (here 20,000
+	// hashes, not 60,000): that is its bound, not a leak; the spans
+	// themselves must not be kept.
+	r := New(Options{Sink: sink, DedupSpans: 20000})
 	send := func() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/v1/traces", bytes.NewReader(ex.next()))
 		req.Header.Set("Content-Type", "application/x-protobuf")
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, req)
@@ -145,4 +186,37 @@ func TestMemoryFlatUnderStream(t *testing.T) {
 	if growth := int64(after) - int64(before); growth > 500_000 {
 		t.Errorf("live heap grew by %d bytes over 50 000 spans", growth)
 	}
+}
+
+// BenchmarkDedup is the duplicate filter's cost per span, at its default
+// size and in its steady state (generations rotating), and the live heap
+// it holds when full, per span remembered: the figure behind the memory
+// bound stated in dedup.go.
+func BenchmarkDedup(b *testing.B) {
+	before := heapAfterGC()
+	d := newDedup(time.Hour, DefaultDedupSpans)
+	var tid pcommon.TraceID
+	var sid pcommon.SpanID
+	tid[0] = 0xcd
+	n := uint64(0)
+	add := func() bool {
+		n++
+		binary.BigEndian.PutUint64(tid[8:], n)
+		binary.BigEndian.PutUint64(sid[:], n)
+		return d.seen(tid, sid)
+	}
+	// Fill both generations, so the measure is of a full filter.
+	for range DefaultDedupSpans {
+		add()
+	}
+	full := heapAfterGC()
+	b.ResetTimer()
+	for range b.N {
+		if add() {
+			b.Fatal("a new span taken for a copy")
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(full-before)/DefaultDedupSpans, "heap-B/span")
+	b.ReportMetric(float64(full-before), "heap-B")
 }

@@ -4,11 +4,12 @@
 // its target's exact goodput counters as it arrives. Decoding is the
 // OpenTelemetry collector's pdata; no span is stored: a batch is decoded,
 // judged request by request and dropped. Requests and messages are capped
-// in size, and every span that is not folded is counted with the reason.
+// in size, requests in flight in number and bytes, copies of a span
+// delivered again are recognised by its ids over a bounded window, and
+// every span that is not folded is counted with the reason.
 package otlp
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -19,8 +20,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -69,7 +73,21 @@ type Options struct {
 	// MaxRequestSize caps one request body or gRPC message, after
 	// decompression; 0 means DefaultMaxRequestSize.
 	MaxRequestSize int64
-	Logger         *slog.Logger
+	// MaxInflightRequests and MaxInflightBytes cap the export requests
+	// being served at once and the bytes they hold (an HTTP body as read;
+	// a gRPC message at MaxRequestSize, its size unknown before it is
+	// read); 0 means the defaults.
+	MaxInflightRequests int
+	MaxInflightBytes    int64
+	// DedupWindow and DedupSpans bound the duplicate filter: a copy of a
+	// span is recognised within DedupWindow of the first, among the last
+	// DedupSpans/2 to DedupSpans spans; 0 means the defaults.
+	DedupWindow time.Duration
+	DedupSpans  int
+	// MaxCompletionTokens is the most tokens one request span may claim;
+	// 0 means DefaultMaxCompletionTokens.
+	MaxCompletionTokens float64
+	Logger              *slog.Logger
 }
 
 // Transports and the reasons a whole export request is refused, the
@@ -84,14 +102,20 @@ const (
 	RejectMethod    = "method_not_allowed"
 )
 
+// rejectReasons are the reasons of goodput_exporter_otlp_rejected_requests_total.
+var rejectReasons = []string{RejectTooLarge, RejectMalformed, RejectMedia, RejectMethod, RejectInflight}
+
 // Receiver decodes OTLP trace exports and folds their request spans.
 type Receiver struct {
-	opts     Options
-	spans    [7]atomic.Uint64 // by index in Results
-	rejected sync.Map         // transport+"\x00"+reason -> *atomic.Uint64
-	batches  sync.Pool
+	opts        Options
+	spans       [9]atomic.Uint64 // by index in Results
+	implausible [4]atomic.Uint64 // by index in Reasons
+	rejected    sync.Map         // transport+"\x00"+reason -> *atomic.Uint64
+	batches     sync.Pool
+	dedup       *dedup
+	limit       inflight
 
-	spansDesc, rejectedDesc *prometheus.Desc
+	spansDesc, rejectedDesc, implausibleDesc, inflightReqDesc, inflightBytesDesc, dedupDesc *prometheus.Desc
 }
 
 // New returns a receiver.
@@ -102,21 +126,43 @@ func New(o Options) *Receiver {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxInflightRequests <= 0 {
+		o.MaxInflightRequests = DefaultMaxInflightRequests
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if o.MaxCompletionTokens <= 0 {
+		o.MaxCompletionTokens = DefaultMaxCompletionTokens
+	}
 	return &Receiver{
 		opts:    o,
+		dedup:   newDedup(o.DedupWindow, o.DedupSpans),
+		limit:   inflight{maxReqs: o.MaxInflightRequests, maxBytes: o.MaxInflightBytes},
 		batches: sync.Pool{New: func() any { s := make([]goodput.TracedRequest, 0, 64); return &s }},
 		spansDesc: prometheus.NewDesc("goodput_exporter_otlp_spans_total",
-			"Spans received over OTLP, by outcome: folded into a target's exact goodput, not_request (another span of the trace), malformed (a request span with a missing or impossible value), unmatched or ambiguous (no target, or several, match its resource and sender), no_model (neither the span nor the target names the model), model_limit (a new model past the target's model_limit).",
+			"Spans received over OTLP, by outcome: folded into a target's exact goodput, not_request (another span of the trace), malformed (a request span with a missing or impossible value, or without trace and span ids), implausible (a value no request can have: the reason in goodput_exporter_otlp_implausible_spans_total), duplicate (a copy of a span read in the last --otlp.dedup-window, delivered again: counted once), unmatched or ambiguous (no target, or several, match its resource and sender), no_model (neither the span nor the target names the model), model_limit (a new model past the target's model_limit, or past the few slots for models its engine has not shown).",
 			[]string{"result"}, nil),
 		rejectedDesc: prometheus.NewDesc("goodput_exporter_otlp_rejected_requests_total",
-			"Whole OTLP export requests refused before any span was read: too_large (over --otlp.max-request-size), malformed (not a trace export in the declared encoding), unsupported_media_type, method_not_allowed.",
+			"Whole OTLP export requests refused before any span was read: too_large (over --otlp.max-request-size), malformed (not a trace export in the declared encoding), unsupported_media_type, method_not_allowed, over_inflight_limit (past --otlp.max-inflight-requests or --otlp.max-inflight-bytes: HTTP 429, gRPC RESOURCE_EXHAUSTED, the sender retries).",
 			[]string{"transport", "reason"}, nil),
+		implausibleDesc: prometheus.NewDesc("goodput_exporter_otlp_implausible_spans_total",
+			"Request spans refused because a value cannot be true, by reason: completion_tokens_over_max_tokens (more than the request's gen_ai.request.max_tokens times its sequences), completion_tokens_over_ceiling (over --otlp.max-completion-tokens), latency_over_a_day, model_name_too_long (over 256 bytes).",
+			[]string{"reason"}, nil),
+		inflightReqDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_requests",
+			"OTLP export requests being served now (at most --otlp.max-inflight-requests).", nil, nil),
+		inflightBytesDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_bytes",
+			"Bytes the OTLP export requests being served hold now, as charged against --otlp.max-inflight-bytes (an HTTP body as read, a gRPC message at --otlp.max-request-size).", nil, nil),
+		dedupDesc: prometheus.NewDesc("goodput_exporter_otlp_dedup_spans",
+			"Spans the duplicate filter remembers now (at most --otlp.dedup-max-spans, 8-byte hashes).", nil, nil),
 	}
 }
 
 // Outcome counts what became of the spans of one export request.
 type Outcome struct {
-	Folded, NotRequest, Dropped int
+	// Duplicate spans are copies of spans read before: accepted, and
+	// counted once, so not reported to the sender as rejected.
+	Folded, NotRequest, Duplicate, Dropped int
 	// First names the first reason a span was dropped, for the response.
 	First string
 }
@@ -141,6 +187,8 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 			out.Folded += n
 		case ResultNotRequest:
 			out.NotRequest += n
+		case ResultDuplicate:
+			out.Duplicate += n
 		default:
 			out.Dropped += n
 			if out.First == "" {
@@ -152,25 +200,41 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		batch := (*bp)[:0]
-		malformed, notReq := 0, 0
+		malformed, notReq, implaus, dup := 0, 0, 0, 0
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				req, result := Request(spans.At(k))
+				span := spans.At(k)
+				req, result := Request(span)
 				switch result {
 				case ResultFolded:
-					batch = append(batch, req)
 				case ResultMalformed:
 					malformed++
+					continue
 				default:
 					notReq++
+					continue
 				}
+				if why := implausible(span, &req, r.opts.MaxCompletionTokens); why != "" {
+					implaus++
+					r.implausible[slices.Index(Reasons, why)].Add(1)
+					continue
+				}
+				// A span is remembered once read, whatever becomes of it
+				// below: a copy is dropped as the first was.
+				if r.dedup.seen(span.TraceID(), span.SpanID()) {
+					dup++
+					continue
+				}
+				batch = append(batch, req)
 			}
 		}
 		*bp = batch
 		count(ResultMalformed, malformed)
 		count(ResultNotRequest, notReq)
+		count(ResultImplausible, implaus)
+		count(ResultDuplicate, dup)
 		if len(batch) == 0 {
 			continue
 		}
@@ -240,7 +304,21 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("content type %q: want application/x-protobuf or application/json", ct), http.StatusUnsupportedMediaType)
 		return
 	}
-	body, status, err := r.readBody(w, req)
+	// Admit the request before reading its body, charged its declared
+	// length and the byte that shows its end (or a first read's worth);
+	// the charge grows as the body does.
+	charge := int64(firstRead)
+	if req.ContentLength >= 0 && req.Header.Get("Content-Encoding") == "" {
+		charge = min(req.ContentLength, r.opts.MaxRequestSize) + 1
+	}
+	if !r.limit.acquire(charge) {
+		r.reject(TransportHTTP, RejectInflight)
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+		httpErrorCode(w, ct, http.StatusTooManyRequests, codes.ResourceExhausted, overloaded)
+		return
+	}
+	defer func() { r.limit.release(charge) }()
+	body, status, err := r.readBody(w, req, &charge)
 	if err != nil {
 		reason := RejectMalformed
 		switch status {
@@ -248,6 +326,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			reason = RejectTooLarge
 		case http.StatusUnsupportedMediaType:
 			reason = RejectMedia
+		case http.StatusTooManyRequests:
+			reason = RejectInflight
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 		}
 		r.reject(TransportHTTP, reason)
 		httpError(w, ct, status, err.Error())
@@ -292,7 +373,15 @@ const (
 // the OTLP/HTTP specification asks, so that the sender's exporter can log
 // the message.
 func httpError(w http.ResponseWriter, ct string, code int, msg string) {
-	st := status.New(codes.InvalidArgument, msg).Proto()
+	c := codes.InvalidArgument
+	if code == http.StatusTooManyRequests {
+		c = codes.ResourceExhausted
+	}
+	httpErrorCode(w, ct, code, c, msg)
+}
+
+func httpErrorCode(w http.ResponseWriter, ct string, code int, c codes.Code, msg string) {
+	st := status.New(c, msg).Proto()
 	var body []byte
 	var err error
 	if ct == ctJSON {
@@ -309,8 +398,10 @@ func httpError(w http.ResponseWriter, ct string, code int, msg string) {
 	w.Write(body)
 }
 
-// readBody reads the body, decompressed, refusing more than the cap.
-func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
+// readBody reads the body, decompressed, refusing more than the cap, and
+// more than the in-flight bytes allow: *charge is what the request holds,
+// grown with the buffer (429 when the growth is refused).
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, charge *int64) ([]byte, int, error) {
 	limit := r.opts.MaxRequestSize
 	var src io.Reader = http.MaxBytesReader(w, req.Body, limit)
 	switch req.Header.Get("Content-Encoding") {
@@ -325,16 +416,38 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, i
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", req.Header.Get("Content-Encoding"))
 	}
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(src, limit+1))
-	if err != nil {
-		return nil, statusOf(err), fmt.Errorf("reading body: %w", err)
+	// The buffer is allocated at the charge and grown, doubling, only
+	// after the charge has grown: its capacity never exceeds the charge.
+	buf := make([]byte, 0, *charge)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request over %d bytes decompressed (--otlp.max-request-size)", limit)
+			}
+			next := min(max(2*int64(cap(buf)), firstRead), limit+1)
+			if !r.limit.grow(next - *charge) {
+				return nil, http.StatusTooManyRequests, errors.New(overloaded)
+			}
+			*charge = next
+			buf = append(make([]byte, 0, next), buf...)
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, statusOf(err), fmt.Errorf("reading body: %w", err)
+		}
 	}
-	if n > limit {
+	if int64(len(buf)) > limit {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request over %d bytes decompressed (--otlp.max-request-size)", limit)
 	}
-	return buf.Bytes(), 0, nil
+	return buf, 0, nil
 }
+
+// firstRead is what a body of unknown length is charged before it is read.
+const firstRead = 64 << 10
 
 func statusOf(err error) int {
 	var mb *http.MaxBytesError
@@ -348,7 +461,7 @@ func statusOf(err error) int {
 // the message cap (the library refuses larger ones with ResourceExhausted
 // before the receiver sees them).
 func (r *Receiver) GRPCServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(r.opts.MaxRequestSize))}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(r.opts.MaxRequestSize)), grpc.InTapHandle(r.tap)}
 }
 
 // RegisterGRPC registers the OTLP trace service on s.
@@ -375,6 +488,10 @@ func (g *grpcServer) Export(ctx context.Context, req ptraceotlp.ExportRequest) (
 func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	ch <- r.spansDesc
 	ch <- r.rejectedDesc
+	ch <- r.implausibleDesc
+	ch <- r.inflightReqDesc
+	ch <- r.inflightBytesDesc
+	ch <- r.dedupDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -383,15 +500,39 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(r.spansDesc, prometheus.CounterValue, float64(r.spans[i].Load()), res)
 	}
 	// gRPC refuses oversized or undecodable messages inside the library,
-	// before the receiver sees them, with ResourceExhausted or Internal.
-	for _, why := range []string{RejectTooLarge, RejectMalformed, RejectMedia, RejectMethod} {
-		n := uint64(0)
-		if v, ok := r.rejected.Load(TransportHTTP + "\x00" + why); ok {
-			n = v.(*atomic.Uint64).Load()
-		}
-		ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(n), TransportHTTP, why)
+	// before the receiver sees them, with ResourceExhausted or Internal; the
+	// in-flight caps are the receiver's own, on both transports.
+	for _, why := range rejectReasons {
+		ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(r.Rejected(TransportHTTP, why)), TransportHTTP, why)
 	}
+	ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(r.Rejected(TransportGRPC, RejectInflight)), TransportGRPC, RejectInflight)
+	for i, why := range Reasons {
+		ch <- prometheus.MustNewConstMetric(r.implausibleDesc, prometheus.CounterValue, float64(r.implausible[i].Load()), why)
+	}
+	reqs, bytes := r.limit.now()
+	ch <- prometheus.MustNewConstMetric(r.inflightReqDesc, prometheus.GaugeValue, float64(reqs))
+	ch <- prometheus.MustNewConstMetric(r.inflightBytesDesc, prometheus.GaugeValue, float64(bytes))
+	ch <- prometheus.MustNewConstMetric(r.dedupDesc, prometheus.GaugeValue, float64(r.dedup.size()))
 }
+
+// Rejected returns the count of whole requests refused for a reason.
+func (r *Receiver) Rejected(transport, reason string) uint64 {
+	if v, ok := r.rejected.Load(transport + "\x00" + reason); ok {
+		return v.(*atomic.Uint64).Load()
+	}
+	return 0
+}
+
+// Implausible returns the count of spans refused for a reason (tests).
+func (r *Receiver) Implausible(reason string) uint64 {
+	if i := slices.Index(Reasons, reason); i >= 0 {
+		return r.implausible[i].Load()
+	}
+	return 0
+}
+
+// Inflight returns the requests and bytes in flight now.
+func (r *Receiver) Inflight() (int, int64) { return r.limit.now() }
 
 // Spans returns the count of spans with the given outcome (tests).
 func (r *Receiver) Spans(result string) uint64 {

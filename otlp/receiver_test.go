@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -50,7 +53,23 @@ func (s *sink) Fold(reqs []goodput.TracedRequest, drop func(string)) {
 	}
 }
 
-// traces builds an export of one resource with the given span attributes.
+// lastID numbers the spans the tests build: each gets ids of its own.
+var lastID atomic.Uint64
+
+// ids returns a fresh trace id and span id: the span number in the span
+// id and in the trace id's last eight bytes, its first byte 0xab.
+func ids() (pcommon.TraceID, pcommon.SpanID) {
+	n := lastID.Add(1)
+	var tid pcommon.TraceID
+	var sid pcommon.SpanID
+	tid[0] = 0xab
+	binary.BigEndian.PutUint64(tid[8:], n)
+	binary.BigEndian.PutUint64(sid[:], n)
+	return tid, sid
+}
+
+// traces builds an export of one resource with the given span attributes,
+// each span with ids of its own.
 func traces(service string, spans ...map[string]any) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -59,6 +78,9 @@ func traces(service string, spans ...map[string]any) ptrace.Traces {
 	for _, attrs := range spans {
 		sp := ss.Spans().AppendEmpty()
 		sp.SetName(SpanName)
+		tid, sid := ids()
+		sp.SetTraceID(tid)
+		sp.SetSpanID(sid)
 		if err := sp.Attributes().FromRaw(attrs); err != nil {
 			panic(err)
 		}
@@ -173,16 +195,21 @@ func TestHTTPReceiver(t *testing.T) {
 	defer srv.Close()
 	url := srv.URL + "/v1/traces"
 
-	req := ptraceotlp.NewExportRequestFromTraces(traces("vllm", good("m"), good(""), map[string]any{"http.route": "/v1/chat"}))
-	pb, _ := req.MarshalProto()
-	js, _ := req.MarshalJSON()
+	// Each encoding carries spans of its own: the same spans sent again
+	// would be copies, counted once (TestDuplicatesCountOnce).
+	export := func() ptraceotlp.ExportRequest {
+		return ptraceotlp.NewExportRequestFromTraces(traces("vllm", good("m"), good(""), map[string]any{"http.route": "/v1/chat"}))
+	}
+	pb, _ := export().MarshalProto()
+	js, _ := export().MarshalJSON()
+	pb2, _ := export().MarshalProto()
 	for _, c := range []struct {
 		ctype, enc string
 		body       []byte
 	}{
 		{"application/x-protobuf", "", pb},
 		{"application/json", "", js},
-		{"application/x-protobuf", "gzip", gz(pb)},
+		{"application/x-protobuf", "gzip", gz(pb2)},
 	} {
 		resp, body := post(t, url, c.ctype, c.enc, c.body)
 		if resp.StatusCode != 200 {

@@ -48,6 +48,9 @@ const (
 	AttrPrefill          = "gen_ai.latency.time_in_model_prefill"
 	AttrDecode           = "gen_ai.latency.time_in_model_decode"
 	AttrFinishReasons    = "gen_ai.response.finish_reasons"
+	AttrMaxTokens        = "gen_ai.request.max_tokens"
+	AttrN                = "gen_ai.request.n"
+	AttrNumSequences     = "gen_ai.usage.num_sequences"
 
 	// Resource attributes a target can be matched by.
 	ResService   = "service.name"
@@ -59,29 +62,33 @@ const (
 // Span outcomes, the values of the result label of
 // goodput_exporter_otlp_spans_total.
 const (
-	ResultFolded     = "folded"      // judged against the target's SLOs
-	ResultNotRequest = "not_request" // no gen_ai.latency.e2e: another span of the trace
-	ResultMalformed  = "malformed"   // a request span with a missing or impossible value
-	ResultUnmatched  = "unmatched"   // no target matches its resource or sender
-	ResultAmbiguous  = "ambiguous"   // more than one target matches
-	ResultNoModel    = "no_model"    // no model on the span and none the target can name
-	ResultModelLimit = "model_limit" // a new model past the target's model_limit
+	ResultFolded      = "folded"      // judged against the target's SLOs
+	ResultNotRequest  = "not_request" // no gen_ai.latency.e2e: another span of the trace
+	ResultMalformed   = "malformed"   // a request span with a missing or impossible value
+	ResultUnmatched   = "unmatched"   // no target matches its resource or sender
+	ResultAmbiguous   = "ambiguous"   // more than one target matches
+	ResultNoModel     = "no_model"    // no model on the span and none the target can name
+	ResultModelLimit  = "model_limit" // a new model past the target's model_limit
+	ResultDuplicate   = "duplicate"   // a copy of a span read before (at-least-once delivery)
+	ResultImplausible = "implausible" // a value no engine can produce; the reason in goodput_exporter_otlp_implausible_spans_total
 )
 
 // Results lists every span outcome, for initialising counters.
-var Results = []string{ResultFolded, ResultNotRequest, ResultMalformed, ResultUnmatched, ResultAmbiguous, ResultNoModel, ResultModelLimit}
+var Results = []string{ResultFolded, ResultNotRequest, ResultMalformed, ResultUnmatched, ResultAmbiguous, ResultNoModel, ResultModelLimit, ResultDuplicate, ResultImplausible}
 
 // Request decodes one span into a traced request. ok is false with the
 // outcome (not_request or malformed) when it is not a usable request span.
 // A latency or count that is negative, not finite, or of the wrong type
-// makes the span malformed: it is never folded with a made-up value.
+// makes the span malformed, and so does a request span without the trace
+// and span ids OTLP requires (they are what a copy is recognised by): it is
+// never folded with a made-up value.
 func Request(span ptrace.Span) (r goodput.TracedRequest, result string) {
 	attrs := span.Attributes()
 	e2e, has, ok := seconds(attrs, AttrE2E)
 	if !has {
 		return r, ResultNotRequest
 	}
-	if !ok {
+	if !ok || !validIDs(span.TraceID(), span.SpanID()) {
 		return r, ResultMalformed
 	}
 	r.E2E = e2e

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -52,6 +54,13 @@ func Spans(recs []Record, o SpanOptions) ptrace.Traces {
 	spans := ss.Spans()
 	spans.EnsureCapacity(len(recs))
 	ts := func(d time.Duration) pcommon.Timestamp { return pcommon.NewTimestampFromTime(o.Epoch.Add(d)) }
+	// Record ids restart at every engine: the service's hash in the trace
+	// id keeps the spans of two engines apart, as random ids would (the
+	// daemon counts a span whose ids it has seen as a copy).
+	h := fnv.New64a()
+	h.Write([]byte(o.Service))
+	var svc [8]byte
+	binary.BigEndian.PutUint64(svc[:], h.Sum64())
 	for i := range recs {
 		r := &recs[i]
 		sp := spans.AppendEmpty()
@@ -64,6 +73,7 @@ func Spans(recs []Record, o SpanOptions) ptrace.Traces {
 			sid[k] = byte(r.ID >> (8 * (7 - k)))
 		}
 		tid[0] = 1
+		copy(tid[1:8], svc[:7])
 		sp.SetTraceID(tid)
 		sp.SetSpanID(sid)
 		sp.SetStartTimestamp(ts(r.Arrival))
