@@ -200,12 +200,13 @@ func (c Config) overview() Dashboard {
 	}
 	budget := c.inSelected(fmt.Sprintf(`(
   1 - (
-    1 - sum_over_time(%[1]s{%[3]s}[%[4]s])
-      / (sum_over_time(%[2]s{%[3]s}[%[4]s]) > 0)
+    1 - sum_over_time(%[1]s{%[3]s, outcome="good"}[%[4]s])
+      / ignoring (outcome)
+        (sum_over_time(%[1]s{%[3]s, outcome="judged"}[%[4]s]) > 0)
   )
     / on (%[5]s) group_left ()
       (1 - %[6]s)
-)`, tileGood("1h"), tileRequests("1h"), R, c.BudgetPeriod, c.by("slo", "objective"),
+)`, tileOutcome("1h"), "", R, c.BudgetPeriod, c.by("slo", "objective"),
 		"llm_slo_target_ratio{"+c.fDaemon(`slo=~"$slo"`)+"}"))
 	rate := func(m string) string { return c.byTarget("sum", "rate("+m+"{"+M+"}[5m])") }
 	p99 := func(m string) string {
