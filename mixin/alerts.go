@@ -187,6 +187,19 @@ func (c Config) evidenceText(items []evidence) string {
 	return strings.Join(parts, ", ")
 }
 
+// SignalEvidence names the evidence items of a failure mode's
+// description that are read from the classifier's llm_signal_* gauges,
+// as they appear in it ("<name> <value>").
+func (c Config) SignalEvidence(mode string) []string {
+	var out []string
+	for _, e := range c.modeEvidence(mode) {
+		if strings.Contains(e.query, "llm_signal_") {
+			out = append(out, e.what)
+		}
+	}
+	return out
+}
+
 // modelsOfTarget names the models the alert's target serves: the
 // classifier judges a target as a whole, so a failure mode concerns every
 // model on it ("all models" where none is known).
