@@ -29,7 +29,7 @@ type LiveOptions struct {
 	MinLoad float64
 	// MaxGap is how far above the last load that met the knee's goodput
 	// the first failing load may lie for the knee to count as reached
-	// (default 1.5: at most 50 % more load). Farther, the loads between
+	// (default 2: at most twice the load). Farther, the loads between
 	// were never observed, and the knee is a lower bound: the engine may
 	// have sustained any of them.
 	MaxGap float64
@@ -55,7 +55,7 @@ func (o LiveOptions) withDefaults() LiveOptions {
 		o.MinLoad = 0.05
 	}
 	if !(o.MaxGap > 1) {
-		o.MaxGap = 1.5
+		o.MaxGap = 2
 	}
 	return o
 }

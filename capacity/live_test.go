@@ -126,8 +126,8 @@ func TestLiveGapIsLowerBound(t *testing.T) {
 	if e, _ := l.Estimate(); e.Reached {
 		t.Fatalf("back at 1 req/s: %+v", e)
 	}
-	// 1.4 req/s observed and failing, 40 % above the last passing load:
-	// now the knee is reached.
+	// 1.4 req/s observed and failing, 40 % above the last passing load
+	// (within MaxGap, 2x): now the knee is reached.
 	feed(l, &at, 3, 1.4, 350, 200)
 	if e, _ := l.Estimate(); !e.Reached || e.KneeLoad != 1 {
 		t.Fatalf("with 1.4 req/s failing: %+v", e)
