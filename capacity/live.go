@@ -27,6 +27,12 @@ type LiveOptions struct {
 	// MinLoad is the load below which a window is idle and not a level
 	// (default 0.05 req/s).
 	MinLoad float64
+	// MaxGap is how far above the last load that met the knee's goodput
+	// the first failing load may lie for the knee to count as reached
+	// (default 2: at most twice the load). Farther, the loads between
+	// were never observed, and the knee is a lower bound: the engine may
+	// have sustained any of them.
+	MaxGap float64
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -47,6 +53,9 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	}
 	if !(o.MinLoad > 0) {
 		o.MinLoad = 0.05
+	}
+	if !(o.MaxGap > 1) {
+		o.MaxGap = 2
 	}
 	return o
 }
@@ -141,9 +150,10 @@ type Estimate struct {
 	// KneeLoad is the load at the knee (req/s); KneeGoodput its goodput
 	// (output tok/s of requests meeting the SLO).
 	KneeLoad, KneeGoodput float64
-	// Reached is true when a load past the knee was observed: a higher
-	// load level whose goodput fell more than Drop below the knee's and
-	// below its own throughput.
+	// Reached is true when a load past the knee was observed just above
+	// a passing one: a higher load level whose goodput fell more than
+	// Drop below the knee's and below its own throughput, within MaxGap
+	// of the last load that did not.
 	// Otherwise the knee is a lower bound: goodput was still rising at
 	// the highest load seen.
 	Reached bool
@@ -174,15 +184,26 @@ func (l *Live) Estimate() (Estimate, bool) {
 	}
 	k := &l.levels[knee]
 	e.KneeLoad, e.KneeGoodput = k.load, k.good
+	// The last load that still met the knee's goodput, within noise.
+	passing := k.load
 	for i := knee + 1; i < len(l.levels); i++ {
 		lv := &l.levels[i]
+		if lv.windows < l.o.MinWindows {
+			continue
+		}
 		// past the knee goodput no longer tracks throughput: a level
 		// whose goodput is below the knee's only by noise, while nearly
 		// all its tokens are still good, is not evidence
-		if lv.windows >= l.o.MinWindows && lv.good < k.good*(1-l.o.Drop) && lv.good < lv.thr*(1-l.o.Drop) {
-			e.Reached = true
-			break
+		if !(lv.good < k.good*(1-l.o.Drop) && lv.good < lv.thr*(1-l.o.Drop)) {
+			passing = lv.load
+			continue
 		}
+		// The first failing load: it shows the knee only if it lies
+		// just above a passing one. After a jump (1 to 10 req/s with
+		// nothing between) the knee is anywhere in the gap, and the
+		// highest load seen to pass is a lower bound.
+		e.Reached = lv.load <= passing*l.o.MaxGap
+		break
 	}
 	e.Load = l.current
 	e.Headroom = 1 - e.Load/e.KneeLoad

@@ -106,3 +106,40 @@ func TestLiveNoiseIsNotAKnee(t *testing.T) {
 		t.Fatalf("past the knee not seen: %+v", e)
 	}
 }
+
+// A jump in load with nothing observed between: 1 req/s met the SLO,
+// then 10 req/s failed. The knee lies somewhere between, unobserved: the
+// estimate stays a lower bound at 1 req/s (exported as
+// estimate="lower_bound", which LLMCapacityHeadroomLow ignores). Loads
+// then observed just above the passing one make it a knee.
+func TestLiveGapIsLowerBound(t *testing.T) {
+	l := NewLive(LiveOptions{})
+	at := time.Unix(0, 0)
+	feed(l, &at, 3, 1, 250, 250)
+	feed(l, &at, 3, 10, 1500, 100)
+	e, ok := l.Estimate()
+	if !ok || e.Reached || e.KneeLoad != 1 {
+		t.Fatalf("after a jump from 1 to 10 req/s: %+v %v; want a lower bound at 1 req/s", e, ok)
+	}
+	// Back to 1 req/s: a headroom of 0 on a lower bound, not a knee.
+	feed(l, &at, 1, 1, 250, 250)
+	if e, _ := l.Estimate(); e.Reached {
+		t.Fatalf("back at 1 req/s: %+v", e)
+	}
+	// 1.4 req/s observed and failing, 40 % above the last passing load
+	// (within MaxGap, 2x): now the knee is reached.
+	feed(l, &at, 3, 1.4, 350, 200)
+	if e, _ := l.Estimate(); !e.Reached || e.KneeLoad != 1 {
+		t.Fatalf("with 1.4 req/s failing: %+v", e)
+	}
+	// Within the gap, passing loads move the last passing one up: 1, 2,
+	// 3 req/s pass, 10 fails: a gap of 3.3x, a lower bound at 3.
+	l = NewLive(LiveOptions{})
+	for _, r := range []float64{1, 2, 3} {
+		feed(l, &at, 3, r, 250*r, 250*r)
+	}
+	feed(l, &at, 3, 10, 1500, 300)
+	if e, _ := l.Estimate(); e.Reached || e.KneeLoad != 3 {
+		t.Fatalf("1, 2, 3 pass, 10 fails: %+v", e)
+	}
+}

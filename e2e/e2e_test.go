@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/mixin"
 )
 
 // The suite: one world, its scenarios played out concurrently on
@@ -126,10 +128,15 @@ func (w *world) resolvedAfter(e engine, t time.Time) *notification {
 	return nil
 }
 
-// pages are the page-level burn-rate alerts of the overloaded engine.
+// pages are the pages of the overloaded engine once the page-level
+// burn-rate alert fires in Prometheus: Alertmanager sends it, or the
+// critical failure-mode alert that inhibits it.
 func (w *world) pages() []notification {
+	if len(mustQuery(w.prom, fmt.Sprintf(`max_over_time(ALERTS{alertname="LLMErrorBudgetBurn1h", alertstate="firing", target=%q}[%s])`, overloaded, w.since()))) == 0 {
+		return nil
+	}
 	return w.hook.find(func(n notification) bool {
-		return n.Status == "firing" && n.Labels["alertname"] == "LLMErrorBudgetBurn1h" && n.Labels["target"] == overloaded
+		return n.Status == "firing" && n.Labels["target"] == overloaded && n.Labels["severity"] == "critical"
 	})
 }
 
@@ -249,6 +256,23 @@ func (w *world) checkLevers(t *testing.T) {
 					problems = append(problems, fmt.Sprintf("description lacks %q: %s", want, d))
 				}
 			}
+			// The page alone tells what to look at: the target's model
+			// (llm_failure_mode has no model label; the description reads
+			// it from the engine's series) and at least one of the
+			// classifier's signal values.
+			models := mustQuery(w.prom, fmt.Sprintf(`group by (model) (llm_generation_tokens_total{target=%q})`, e.name))
+			if len(models) == 0 || models[0].Metric["model"] == "" {
+				problems = append(problems, "no model known for the target in Prometheus")
+			} else if want := "model " + models[0].Metric["model"]; !strings.Contains(d, want) {
+				problems = append(problems, fmt.Sprintf("description lacks %q: %s", want, d))
+			}
+			signal := false
+			for _, what := range mixin.Default().SignalEvidence(e.lever) {
+				signal = signal || regexp.MustCompile(regexp.QuoteMeta(what)+` -?[0-9]`).MatchString(d)
+			}
+			if !signal {
+				problems = append(problems, fmt.Sprintf("description shows no signal value of %v: %s", mixin.Default().SignalEvidence(e.lever), d))
+			}
 			if strings.Contains(d, "{{") || strings.Contains(a["summary"], "{{") {
 				problems = append(problems, "unrendered template in "+d)
 			}
@@ -307,7 +331,10 @@ func gaps(ts []time.Time, from, to time.Time, max time.Duration, start time.Time
 	return fmt.Sprintf("not firing in Prometheus during %s (from the start) while the lever ran: %s", strings.Join(out, ", "), what)
 }
 
-// An overload pages: the page-level burn-rate alert fires.
+// An overload pages: the page-level burn-rate alert fires in
+// Prometheus, and Alertmanager sends a page for it: the burn page, or
+// the critical failure-mode alert naming the cause, which inhibits it
+// (deploy/alertmanager/inhibit-rules.yml) once it fires.
 func (w *world) checkOverload(t *testing.T) {
 	pages := w.pages()
 	if len(pages) == 0 {
@@ -317,10 +344,27 @@ func (w *world) checkOverload(t *testing.T) {
 			w.prom.show(fmt.Sprintf(`max_over_time(target_model_slo_objective:llm_slo_burn_rate:ratio_rate5m{target=%q}[%s])`, overloaded, r)))
 	}
 	p := pages[0]
-	if p.Labels["severity"] != "critical" || !strings.HasSuffix(p.Annotations["runbook_url"], "/LLMErrorBudgetBurn1h.md") {
+	if p.Labels["severity"] != "critical" || !strings.HasSuffix(p.Annotations["runbook_url"], "/"+p.Labels["alertname"]+".md") {
 		t.Errorf("page %s: severity %q, runbook %q", p, p.Labels["severity"], p.Annotations["runbook_url"])
 	}
-	t.Logf("overload paged: %s", p)
+	// Not one page: here the burn alerts' windows and for: run 60 times
+	// faster than the classifier's, so the burn page comes first and a
+	// failure-mode alert inhibits only what fires after it.
+	t.Logf("overload paged: %s; pages sent: %v", p, w.pagedAlerts(overloaded))
+}
+
+// pagedAlerts are the names of the critical alerts Alertmanager sent
+// firing for target.
+func (w *world) pagedAlerts(target string) []string {
+	var names []string
+	for _, n := range w.hook.find(func(n notification) bool {
+		return n.Status == "firing" && n.Labels["target"] == target && n.Labels["severity"] == "critical"
+	}) {
+		if !slices.Contains(names, n.Labels["alertname"]) {
+			names = append(names, n.Labels["alertname"])
+		}
+	}
+	return names
 }
 
 // Healthy engines: no alert at all names them.
@@ -352,10 +396,14 @@ func engineCounter(port int) float64 {
 	return v
 }
 
-// An engine killed and restarted mid-run: its own counters start again
-// from zero, yet no recorded rate goes negative and no counter the
-// daemons export decreases.
+// An engine killed and restarted mid-run: one page (LLMEngineDown; the
+// inhibit rules mute the rest); its own counters start again from zero,
+// yet no recorded rate goes negative and no counter the daemons export
+// decreases.
 func (w *world) checkRestart(t *testing.T) {
+	if got := w.pagedAlerts(restarted); !slices.Equal(got, []string{"LLMEngineDown"}) {
+		t.Errorf("killed engine %s: expected one page, LLMEngineDown; Alertmanager sent %v\n%s", restarted, got, w.explain(restarted))
+	}
 	if !(w.beforeKill > 0 && w.afterRestart >= 0 && w.afterRestart < w.beforeKill) {
 		t.Fatalf("the engine's own counter did not start again: %v before the kill, %v after the restart", w.beforeKill, w.afterRestart)
 	}

@@ -333,7 +333,11 @@ func setup(t *testing.T) *world {
 	amPort := freePort(t, 1)
 	amCfg := filepath.Join(dir, "alertmanager.yml")
 	// Every alert its own group ('...'), sent at once, each change within
-	// a second, resolutions too.
+	// a second, resolutions too; with the mixin's inhibit rules, as shipped.
+	files, err := mixinConfig().Files()
+	if err != nil {
+		t.Fatal(err)
+	}
 	write(t, amCfg, fmt.Sprintf(`route:
   receiver: webhook
   group_by: ['...']
@@ -345,7 +349,7 @@ receivers:
     webhook_configs:
       - url: %s/
         send_resolved: true
-`, hook.URL))
+`, hook.URL)+string(files[mixin.InhibitFile]))
 	am := start(t, "alertmanager", alertmanager, "--config.file="+amCfg, "--storage.path="+filepath.Join(dir, "am"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=", "--log.level=info")
 	waitHTTP(t, am, fmt.Sprintf("http://127.0.0.1:%d/-/ready", amPort), 30*time.Second)

@@ -29,7 +29,7 @@ func newLiveCapacity(cl prometheus.Labels) *liveCapacity {
 	return &liveCapacity{
 		obs: capacity.NewObserver(capacity.LiveOptions{}),
 		knee: prometheus.NewDesc("llm_capacity_knee_requests_per_second",
-			"Estimated load (arriving requests/s) at the knee under the SLO, from the load levels this daemon has observed: the level with the highest goodput. estimate=\"knee\" once a higher load was seen with goodput more than 5 % below it; estimate=\"lower_bound\" while goodput still rose at the highest load seen, so the knee is at least this.", est, cl),
+			"Estimated load (arriving requests/s) at the knee under the SLO, from the load levels this daemon has observed: the level with the highest goodput. estimate=\"knee\" once a higher load was seen with goodput more than 5 % below it, no more than twice the last load that passed; estimate=\"lower_bound\" while goodput still rose at the highest load seen, or when the first failing load lay farther above the last passing one (loads between never observed), so the knee is at least this.", est, cl),
 		kneeGood: prometheus.NewDesc("llm_capacity_knee_goodput_tokens_per_second",
 			"Goodput (output tokens/s of the requests meeting every objective, lower bound) at the estimated knee; see llm_capacity_knee_requests_per_second for estimate.", est, cl),
 		headroom: prometheus.NewDesc("llm_capacity_headroom_ratio",

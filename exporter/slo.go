@@ -18,6 +18,7 @@ import (
 // sloDescs are the descriptors of a target's SLO and goodput series.
 type sloDescs struct {
 	supported, requests, good, interpolated, aborted *prometheus.Desc
+	tokens, goodTokens                               *prometheus.Desc
 	goodReq, goodTok, tokBounded                     *prometheus.Desc
 }
 
@@ -29,7 +30,11 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 			"1 when the engine exposes what the objective needs for this model, 0 when it cannot be measured (no fake attainment is exported then). source names the engine histogram judged; fallback=\"true\" when tpot is judged per token from the inter-token histogram because the engine has no per-request one.",
 			append(obj, "source", "fallback"), cl),
 		requests: prometheus.NewDesc("llm_slo_requests_total",
-			"Requests judged against an SLO objective (tokens for itl and for a tpot fallback; finished requests for error).", obj, cl),
+			"Requests judged against an SLO objective (tokens for itl, which is per token; finished requests for error). A tpot judged per token (llm_slo_supported{fallback=\"true\"}) is counted in llm_slo_tokens_total, never here.", obj, cl),
+		tokens: prometheus.NewDesc("llm_slo_tokens_total",
+			"Tokens judged against a per-request objective while it is judged per token: tpot from the inter-token histogram while the engine has no per-request TPOT histogram (llm_slo_supported{fallback=\"true\"}). Apart from llm_slo_requests_total, so that request counts never hold tokens.", obj, cl),
+		goodTokens: prometheus.NewDesc("llm_slo_good_tokens_total",
+			"Of llm_slo_tokens_total, the tokens whose inter-token gap met the objective (interpolated inside the bucket that straddles the threshold).", obj, cl),
 		good: prometheus.NewDesc("llm_slo_good_requests_total",
 			"Of llm_slo_requests_total, those that met the objective; interpolated linearly inside the bucket that straddles the threshold.", obj, cl),
 		interpolated: prometheus.NewDesc("llm_slo_interpolated_requests_total",
@@ -65,6 +70,10 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 					source = "finished_reason"
 				}
 				cm(d.supported, prometheus.GaugeValue, sup, collector.Labels(e, ms.Model, ss.SLO, obj, source, strconv.FormatBool(r.Fallback)))
+				if os.Tokens.Judged > 0 {
+					cm(d.tokens, prometheus.CounterValue, os.Tokens.Judged, collector.Labels(e, ms.Model, ss.SLO, obj))
+					cm(d.goodTokens, prometheus.CounterValue, os.Tokens.Good, collector.Labels(e, ms.Model, ss.SLO, obj))
+				}
 				if !r.Supported && os.Total.Judged == 0 {
 					continue
 				}
@@ -189,9 +198,23 @@ func (n *sloNotes) check(logger *slog.Logger, tr *goodput.Tracker, snap *snapsho
 				default:
 					logger.Info("SLO objective measurable now", "model", ms.Model, "slo", ss.SLO, "objective", obj, "source", r.Source)
 				}
-				if r.Fallback && once("fallback/"+key+"/"+r.Source) {
-					logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram",
-						"model", ms.Model, "slo", ss.SLO, "source", r.Source)
+				// Every switch between per-token and per-request judging
+				// is logged (and labelled: llm_slo_supported{fallback}).
+				if r.Supported && obj == goodput.KindTPOT {
+					fb := "per-request"
+					if r.Fallback {
+						fb = "per-token"
+					}
+					prev, seen := state["judging/"+key]
+					state["judging/"+key] = fb
+					switch {
+					case r.Fallback && prev != fb:
+						logger.Warn("tpot judged per token from the inter-token histogram: the engine has no per-request TPOT histogram (yet); counted in llm_slo_tokens_total, not in llm_slo_requests_total, with llm_slo_supported{fallback=\"true\"}",
+							"model", ms.Model, "slo", ss.SLO, "source", r.Source)
+					case !r.Fallback && seen && prev != fb:
+						logger.Info("tpot judged per request again: the engine now has its per-request TPOT histogram; the tokens judged before stay in llm_slo_tokens_total",
+							"model", ms.Model, "slo", ss.SLO, "source", r.Source)
+					}
 				}
 			}
 		}

@@ -237,14 +237,19 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 						o.Threshold = "no error or abort"
 					}
 				}
-				if n := os.Total.Judged; n > 0 {
-					share := os.Total.Good / n
+				// A tpot fallback judges tokens, counted apart from the
+				// requests (goodput.ObjectiveState.Tokens).
+				judged, unit := os.Total, " requests"
+				if os.Objective.Kind == goodput.KindITL {
+					unit = " tokens"
+				}
+				if r.Fallback {
+					judged, unit = os.Tokens, " tokens"
+				}
+				if n := judged.Judged; n > 0 {
+					share := judged.Good / n
 					o.Attained = fmtPercent(share)
 					o.Below = share < os.Objective.Target
-					unit := " requests"
-					if os.Objective.Kind == goodput.KindITL || r.Fallback {
-						unit = " tokens"
-					}
 					o.Judged = strconv.FormatFloat(math.Round(n), 'f', -1, 64) + unit
 				}
 				if !r.Supported {

@@ -42,6 +42,17 @@ func (f *frechet) add(p float64) {
 	f.sum += p
 }
 
+// addRange adds an objective whose share is known only to lie in
+// [lo, hi]: the lower bound takes lo, the upper hi.
+func (f *frechet) addRange(lo, hi float64) {
+	lo, hi = min(max(lo, 0), 1), min(max(hi, 0), 1)
+	if f.k == 0 || hi < f.min {
+		f.min = hi
+	}
+	f.k++
+	f.sum += lo
+}
+
 func (f *frechet) bounds() Bounds {
 	if f.k == 0 {
 		return Bounds{1, 1}

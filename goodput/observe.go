@@ -14,6 +14,13 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		skipped = skipped || o.Skipped
 		if p, ok := o.Interval.Attainment(); ok {
 			f.add(p)
+		} else if o.TokenInterval.Judged > 0 {
+			// tpot judged per token: not a share of requests. Requests
+			// failing tpot (a mean gap over the threshold) each have a
+			// gap over it, so they are at most the failing tokens: the
+			// share of requests meeting it is at least 1 − failing
+			// tokens / requests, and at most 1.
+			f.addRange(perTokenFloor(o.TokenInterval, tr.requests(requestSource(m))), 1)
 		}
 	}
 	j := &s.Joint
@@ -54,7 +61,7 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 // observe judges the last interval of model m against one objective.
 func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 	o.Resolution = Resolve(m, o.Objective.Kind)
-	o.Interval, o.Skipped = Counts{}, false
+	o.Interval, o.TokenInterval, o.Skipped = Counts{}, Counts{}, false
 	if !o.Resolution.Supported {
 		return
 	}
@@ -87,8 +94,26 @@ func (o *ObjectiveState) observe(m *snapshot.Model, tr *modelTrack) {
 	if !(c.Judged > 0) {
 		return
 	}
+	if o.Resolution.Fallback {
+		o.TokenInterval = c
+		o.Tokens.add(c)
+		return
+	}
 	o.Interval = c
 	o.Total.add(c)
+}
+
+// perTokenFloor is the least share of the interval's requests that can
+// have met a per-request latency objective judged per token: each
+// failing request has at least one failing token, and the failing tokens
+// are at most the judged ones not counted good plus those of the bucket
+// that straddles the threshold. 0 when the requests are unknown.
+func perTokenFloor(c Counts, requests float64) float64 {
+	if !(requests > 0) {
+		return 0
+	}
+	failing := max(c.Judged-c.Good+c.Interpolated, 0)
+	return max(1-failing/requests, 0)
 }
 
 // perRequest reports whether every objective judges requests: a share of

@@ -35,7 +35,7 @@ func (s *SLOState) carry(prev *SLOState) {
 			continue
 		}
 		same = same && k == i
-		o.Resolution, o.Total = prev.Objectives[k].Resolution, prev.Objectives[k].Total
+		o.Resolution, o.Total, o.Tokens = prev.Objectives[k].Resolution, prev.Objectives[k].Total, prev.Objectives[k].Tokens
 	}
 	if same {
 		s.Joint = prev.Joint

@@ -125,8 +125,12 @@ func BuildReport(prev, cur *snapshot.Snapshot, slos []SLO, cost *Cost) (*Report,
 func reportRow(model string, s *SLOState, seconds float64, cost *Cost) ReportRow {
 	row := ReportRow{Model: model, SLO: s.SLO}
 	for _, o := range s.Objectives {
-		ro := ReportObjective{Objective: o.Objective, Resolution: o.Resolution, Counts: o.Interval}
-		ro.Attainment, ro.HasAttainment = o.Interval.Attainment()
+		c := o.Interval
+		if o.Resolution.Fallback {
+			c = o.TokenInterval // tokens, as the text says (per token)
+		}
+		ro := ReportObjective{Objective: o.Objective, Resolution: o.Resolution, Counts: c}
+		ro.Attainment, ro.HasAttainment = c.Attainment()
 		ro.Met = ro.HasAttainment && ro.Attainment >= o.Objective.Target
 		row.Objectives = append(row.Objectives, ro)
 	}

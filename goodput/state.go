@@ -2,8 +2,8 @@ package goodput
 
 // Counts are request counts judged against one objective.
 type Counts struct {
-	// Judged is how many requests (tokens for itl and a tpot fallback) were
-	// judged: observations of the histogram, or finished requests of any
+	// Judged is how many requests (tokens for itl, and in
+	// ObjectiveState.Tokens) were judged: observations of the histogram, or finished requests of any
 	// reason for the error objective.
 	Judged float64
 	// Good is how many of them met the objective (interpolated at the
@@ -47,6 +47,13 @@ type ObjectiveState struct {
 	// bucket layout in the last interval: nothing was judged, and the
 	// SLO's joint goodput was not judged either.
 	Skipped bool
+	// Tokens are the judgements of a per-request objective made per token
+	// (tpot judged from the inter-token histogram while the model has no
+	// per-request TPOT histogram, Resolution.Fallback): counted apart, in
+	// tokens, never in Total, so that Total counts requests only, however
+	// often the source switches. Cumulative, never decreasing;
+	// TokenInterval is the last interval's.
+	Tokens, TokenInterval Counts
 }
 
 // GoodCounts are goodput requests and tokens, per bound.

@@ -289,7 +289,7 @@ func (st *ModelState) clearInterval() {
 	for i := range st.SLOs {
 		s := &st.SLOs[i]
 		for j := range s.Objectives {
-			s.Objectives[j].Interval = Counts{}
+			s.Objectives[j].Interval, s.Objectives[j].TokenInterval = Counts{}, Counts{}
 		}
 		s.Joint.Interval = JointInterval{}
 	}

@@ -345,7 +345,91 @@ func TestTrackerTPOTResolution(t *testing.T) {
 	if o.Resolution != want {
 		t.Errorf("v0 resolution = %+v, want %+v", o.Resolution, want)
 	}
-	checkCounts(t, "v0 tpot", o.Total, Counts{Judged: 190, Good: 90})
+	// Judged per token: 190 gaps, 90 good, counted as tokens, never as
+	// requests.
+	checkCounts(t, "v0 tpot tokens", o.Tokens, Counts{Judged: 190, Good: 90})
+	checkCounts(t, "v0 tpot requests", o.Total, Counts{})
+}
+
+// An engine that creates its per-request TPOT histogram late (on the
+// first finished request, after the inter-token one): tpot is judged per
+// token until then, in its own token counts, so that the tpot request
+// count never exceeds the finished requests, and from then on per
+// request. The joint bounds use the per-token judgement only as the
+// range it allows.
+func TestTrackerTPOTHistogramCreatedLate(t *testing.T) {
+	slos := []SLO{{Name: "chat", Objectives: []Objective{
+		{Kind: KindTPOT, Threshold: 0.05, Target: 0.9},
+		{Kind: KindE2E, Threshold: 10, Target: 0.9},
+	}}}
+	late := vllmLike("m")
+	late.has[snapshot.TPOT] = false
+	full := vllmLike("m")
+	// The engine after serving each batch (cumulative): 100-token
+	// requests at 40 ms per token (99 gaps each), and from the fourth
+	// snapshot one at 100 ms per token (e2e 9.9 s, within 10 s).
+	fast := req{tpot: 0.04, e2e: 4, tokens: 100}
+	slow := req{tpot: 0.1, e2e: 9.9, tokens: 100}
+	batches := [][]req{nil, same(fast, 1), same(fast, 3), concat(same(fast, 5), same(slow, 1)), concat(same(fast, 9), same(slow, 1))}
+	// The TPOT histogram exists from the third snapshot on; ITL and e2e
+	// from the start.
+	tr := NewTracker("t", slos)
+	var finished float64
+	for i, b := range batches {
+		e := late
+		if i >= 2 {
+			e = full
+		}
+		if i > 0 {
+			finished = float64(len(b))
+		}
+		update(t, tr, snap("t", e.render(b)))
+		o := objective(t, tr, "m", "chat", KindTPOT)
+		e2e := objective(t, tr, "m", "chat", KindE2E)
+		if o.Total.Judged > e2e.Total.Judged || o.Total.Judged > finished {
+			t.Errorf("snapshot %d: tpot judged %v requests, more than the %v finished (e2e judged %v)", i, o.Total.Judged, finished, e2e.Total.Judged)
+		}
+		if got := o.Resolution.Fallback; got != (i < 2) {
+			t.Errorf("snapshot %d: fallback %v", i, got)
+		}
+	}
+	o := objective(t, tr, "m", "chat", KindTPOT)
+	// Snapshot 1: the first request's 99 gaps, per token. Snapshot 2: the
+	// TPOT histogram appears holding the 3 requests so far (a family first
+	// seen on a known model counts from zero): per request from then on.
+	checkCounts(t, "tokens", o.Tokens, Counts{Judged: 99, Good: 99})
+	checkCounts(t, "requests", o.Total, Counts{Judged: 10, Good: 9})
+	checkCounts(t, "e2e", objective(t, tr, "m", "chat", KindE2E).Total, Counts{Judged: 10, Good: 10})
+}
+
+// Judged per token, tpot enters the joint as the range it allows: at
+// least 1 − failing tokens / requests, at most 1.
+func TestTrackerJointPerTokenTPOT(t *testing.T) {
+	slos := []SLO{{Name: "chat", Objectives: []Objective{
+		{Kind: KindTPOT, Threshold: 0.05, Target: 0.9},
+		{Kind: KindE2E, Threshold: 5, Target: 0.9},
+	}}}
+	e := vllmLike("m")
+	e.has[snapshot.TPOT] = false
+	// 10 requests of 11 tokens (10 gaps): 9 at 40 ms, one at 100 ms (its
+	// 10 gaps fail); e2e 4 s except the slow one, 9.9 s. e2e attainment
+	// 0.9; tpot per token 90/100 good, 10 failing tokens over 10 requests:
+	// floor 1 − 10/10 = 0. Joint: lower max(0, 0 + 0.9 − 1) = 0, upper
+	// min(1, 0.9) = 0.9. Judging the token share as a request share would
+	// have given lower 0.8, which the truth (0.9 here) does not contradict
+	// but nothing guarantees.
+	reqs := concat(same(req{tpot: 0.04, e2e: 4, tokens: 11}, 9), same(req{tpot: 0.1, e2e: 9.9, tokens: 11}, 1))
+	tr := NewTracker("t", slos)
+	update(t, tr, snap("t", e.render(nil)))
+	update(t, tr, snap("t", e.render(reqs)))
+	j := sloState(t, tr, "m", "chat").Joint
+	if !near(j.Interval.Attainment.Lower, 0) || !near(j.Interval.Attainment.Upper, 0.9) {
+		t.Errorf("joint attainment = %+v, want {0 0.9}", j.Interval.Attainment)
+	}
+	// One failing token in 10 requests: floor 0.9.
+	checkNear(t, "floor", perTokenFloor(Counts{Judged: 100, Good: 99}, 10), 0.9)
+	checkNear(t, "floor with the straddling bucket", perTokenFloor(Counts{Judged: 100, Good: 99, Interpolated: 2}, 10), 0.7)
+	checkNear(t, "floor without requests", perTokenFloor(Counts{Judged: 100, Good: 100}, 0), 0)
 }
 
 func TestTrackerFirstAppearance(t *testing.T) {

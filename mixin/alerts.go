@@ -127,18 +127,125 @@ func (c Config) failureModeAlerts() []Rule {
 		confirm := append([]Query{{"The verdict, and whether the target can be judged for this mode",
 			c.ph("llm_failure_mode", "instance", "target") + "\n" + c.sel("llm_failure_mode_supported", `mode="`+mode+`"`)}},
 			info.confirm...)
-		out = append(out, c.alert(name, c.sel("llm_failure_mode", `mode="`+mode+`"`)+" == 1", c.FailureModeFor(), sev,
+		expr := c.sel("llm_failure_mode", `mode="`+mode+`"`) + " == 1"
+		if mode == "engine_stall" {
+			// A target that does not answer is LLMEngineDown's page; the
+			// classifier names it engine_stall too, which would page twice
+			// for one killed engine.
+			expr += fmt.Sprintf("\nunless on (%s)\n  %s == 0", c.by("target"), c.sel("llm_up"))
+		}
+		out = append(out, c.alert(name, expr, c.FailureModeFor(), sev,
 			fmt.Sprintf("%s on %s.", info.summary, where),
-			fmt.Sprintf("The failure-mode classifier names %s for %s (engine {{ $labels.engine }}, model {{ $labels.model }}): "+
+			fmt.Sprintf("The failure-mode classifier names %s for %s (engine {{ $labels.engine }}, %s): "+
 				"llm_failure_mode{mode=%q} = 1, raised after %d consecutive judgements of the trailing %s window matched %s; "+
-				"the daemon judges once per collection cycle. It clears after %d consecutive clean judgements.",
-				mode, where, mode, c.DiagnosisEnter, promDuration(c.DiagnosisWindow), info.evidence, c.DiagnosisLeave),
+				"the daemon judges once per collection cycle. It clears after %d consecutive clean judgements. Evidence now: %s.",
+				mode, where, c.modelsOfTarget(), mode, c.DiagnosisEnter, promDuration(c.DiagnosisWindow), info.evidence, c.DiagnosisLeave,
+				c.evidenceText(c.modeEvidence(mode))),
 			&Runbook{Meaning: info.meaning + fmt.Sprintf(" The classifier judges the trailing %s window once per collection cycle (`--collect.interval`) and raises the mode after %d matching judgements in a row; "+
 				"the alert waits one more window (for: %s) and resolves when the classifier clears the mode after %d clean judgements in a row.",
 				promDuration(c.DiagnosisWindow), c.DiagnosisEnter, c.FailureModeFor(), c.DiagnosisLeave),
 				Confirm: confirm, Remedies: info.remedies}))
 	}
 	return out
+}
+
+// An evidence item of a failure-mode alert: a value read when the alert
+// is sent, by a query template over the alert's daemon and target.
+type evidence struct {
+	what  string
+	query string // PromQL with %[1]q for the instance, %[2]q for the target
+	unit  string // "", "%" (a ratio shown as a percentage), or a unit after the value
+}
+
+// onTarget is a selector of metric on the alert's instance and target,
+// for a query template (printf with the instance and the target).
+func (c Config) onTarget(metric string) string {
+	return c.sel(metric, "instance=%[1]q", "target=%[2]q")
+}
+
+// evidenceText renders the items as "what value, what value": each value
+// read by Prometheus' template function query when the alert is sent,
+// "n/a" where the series does not exist.
+func (c Config) evidenceText(items []evidence) string {
+	var parts []string
+	for _, e := range items {
+		format, unit := "humanize", ""
+		switch e.unit {
+		case "%":
+			format = "humanizePercentage"
+		case "s":
+			format = "humanizeDuration"
+		case "":
+		case "req/s":
+			format, unit = `printf "%.3g"`, " "+e.unit
+		default:
+			unit = " " + e.unit
+		}
+		parts = append(parts, fmt.Sprintf("%s {{ with printf `%s` $labels.instance $labels.target | query }}{{ . | first | value | %s }}%s{{ else }}n/a{{ end }}",
+			e.what, e.query, format, unit))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SignalEvidence names the evidence items of a failure mode's
+// description that are read from the classifier's llm_signal_* gauges,
+// as they appear in it ("<name> <value>").
+func (c Config) SignalEvidence(mode string) []string {
+	var out []string
+	for _, e := range c.modeEvidence(mode) {
+		if strings.Contains(e.query, "llm_signal_") {
+			out = append(out, e.what)
+		}
+	}
+	return out
+}
+
+// modelsOfTarget names the models the alert's target serves: the
+// classifier judges a target as a whole, so a failure mode concerns every
+// model on it ("all models" where none is known).
+func (c Config) modelsOfTarget() string {
+	q := fmt.Sprintf("group by (model) (%s or %s)", c.onTarget("llm_requests_running"), c.onTarget("llm_generation_tokens_total"))
+	return fmt.Sprintf("{{ with printf `%s` $labels.instance $labels.target | query }}model {{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.model }}{{ end }}{{ else }}all models{{ end }}", q)
+}
+
+// modeEvidence is what each failure mode's page shows: the classifier's
+// llm_signal_* gauges that its rule compares, and the engine's own
+// gauges next to them.
+func (c Config) modeEvidence(mode string) []evidence {
+	sum := func(m string) string { return "sum(" + c.onTarget(m) + ")" }
+	sig := func(m string) string { return "max(" + c.onTarget(m) + ")" }
+	rate := func(m string) string { return "sum(rate(" + c.onTarget(m) + "[1m]))" }
+	waiting := evidence{"waiting", sum("llm_requests_waiting"), ""}
+	running := evidence{"running", sum("llm_requests_running"), ""}
+	ceiling := evidence{"of a batch ceiling of", sig("llm_signal_running_ceiling"), ""}
+	kv := evidence{"KV cache", "max(" + c.onTarget("llm_kv_cache_usage_ratio") + ")", "%"}
+	switch mode {
+	case "queue_growth":
+		return []evidence{{"waiting queue growing by", sig("llm_signal_waiting_slope"), "req/s"}, waiting, running, ceiling, kv}
+	case "kv_preemption":
+		return []evidence{kv, {"preemptions", rate("llm_preemptions_total"), "req/s"}, running,
+			{"KV cache per running request", sig("llm_signal_kv_cache_per_running_request"), "%"}}
+	case "prefill_interference":
+		return []evidence{{"prompt tokens per request", sig("llm_signal_prompt_tokens_per_request"), ""},
+			{"against a baseline of", sig("llm_signal_prompt_tokens_per_request_baseline"), ""},
+			{"inter-token latency baseline", sig("llm_signal_inter_token_latency_mean_seconds_baseline"), "s"},
+			{"waiting queue growing by", sig("llm_signal_waiting_slope"), "req/s"}}
+	case "kv_monopoly":
+		return []evidence{{"KV cache per running request", sig("llm_signal_kv_cache_per_running_request"), "%"},
+			{"against a baseline of", sig("llm_signal_kv_cache_per_running_request_baseline"), "%"}, kv, running, waiting}
+	case "prefix_cache_collapse":
+		return []evidence{{"prefix-cache hit ratio", rate("llm_prefix_cache_hits_total") + " / " + rate("llm_prefix_cache_queries_total"), "%"},
+			{"against a baseline of", sig("llm_signal_prefix_cache_hit_ratio_baseline"), "%"}}
+	case "decode_saturation":
+		return []evidence{{"share of requests within the decode objective", sig("llm_signal_decode_attainment_ratio"), "%"}, running, ceiling, waiting}
+	case "gpu_throttling":
+		return []evidence{{"share of GPU readings throttled", sig("llm_signal_gpu_throttled_ratio"), "%"},
+			{"SM clock against its baseline", sig("llm_signal_gpu_sm_clock_ratio_baseline"), "%"}}
+	case "engine_stall":
+		return []evidence{{"generation tokens", rate("llm_generation_tokens_total"), "tok/s"},
+			{"against a baseline of", sig("llm_signal_generation_tokens_per_second_baseline"), "tok/s"}, running, waiting}
+	}
+	panic("mixin: unknown mode " + mode)
 }
 
 func camel(s string) string {

@@ -43,14 +43,19 @@ type Config struct {
 	// name (deploy/prometheus, deploy/kubernetes: "node").
 	NodeLabel string
 
-	// Windows over which attainment and burn rate are recorded. The
-	// first (5m) reads the raw counters; the others sum tiles: the rate
+	// Windows over which attainment and burn rate are recorded. Those up
+	// to RawUpTo read the raw counters; the others sum tiles: the rate
 	// of the raw counters recorded once every 5m by a group of that
 	// interval, and from TileLong on the mean of an hour's 5m tiles
 	// recorded once an hour, so that a window reads W/5m (W/1h) samples
 	// per series, never every raw sample. Each window is a group.
 	Windows  []string
 	TileLong time.Duration
+	// RawUpTo: windows up to this one read the raw counters instead of
+	// tiles (rate over the window, one query for good and judged), so
+	// that they move with every scrape: the short windows of the burn
+	// alerts (5m, 30m) and the fastest page's long window (1h).
+	RawUpTo time.Duration
 	// BudgetPeriod is the SLO period the burn rates refer to.
 	BudgetPeriod string
 	// Group evaluation intervals: the 5m window and the other groups,
@@ -93,15 +98,22 @@ func Default() Config {
 		NodeLabel:      "node",
 		Windows:        []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"},
 		TileLong:       24 * time.Hour,
+		RawUpTo:        time.Hour,
 		BudgetPeriod:   "30d",
 		FastInterval:   "30s",
 		WindowInterval: "1m",
 		LongInterval:   "2m",
 		BurnAlerts: []BurnAlert{
-			{Long: "1h", Short: "5m", Factor: 14.4, For: "2m", Severity: "critical"},
-			{Long: "6h", Short: "30m", Factor: 6, For: "15m", Severity: "critical"},
-			{Long: "1d", Short: "2h", Factor: 3, For: "1h", Severity: "warning"},
-			{Long: "3d", Short: "6h", Factor: 1, For: "3h", Severity: "warning"},
+			// for: two evaluations of the group that records the short
+			// window (5m: 30s, 30m: 1m), so that a burn is seen after two
+			// scrapes, or one new tile of it (2h, 6h: 5m). Nothing
+			// longer: the long window already demands a sustained burn,
+			// and a longer for: only pages later, after the incident is
+			// over (Google SRE workbook, chapter 5, uses none).
+			{Long: "1h", Short: "5m", Factor: 14.4, For: "1m", Severity: "critical"},
+			{Long: "6h", Short: "30m", Factor: 6, For: "2m", Severity: "critical"},
+			{Long: "1d", Short: "2h", Factor: 3, For: "5m", Severity: "warning"},
+			{Long: "3d", Short: "6h", Factor: 1, For: "5m", Severity: "warning"},
 		},
 		DiagnosisWindow: time.Minute,
 		DiagnosisEnter:  2,
@@ -117,6 +129,17 @@ func Default() Config {
 		RuleNamespace:  "monitoring",
 		RuleName:       "goodput-exporter",
 	}
+}
+
+// fastestBurn is the burn alert of the highest factor: the fastest page.
+func (c Config) fastestBurn() BurnAlert {
+	var b BurnAlert
+	for _, a := range c.BurnAlerts {
+		if a.Factor > b.Factor {
+			b = a
+		}
+	}
+	return b
 }
 
 // FailureModes are the classifier's eight modes, in its order.

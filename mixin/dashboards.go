@@ -190,6 +190,14 @@ func (c Config) byTarget(agg, q string) string {
 	return agg + " by (" + c.by("target") + ") (" + q + ")"
 }
 
+// shareOf is part over whole, 0 (not "no data") where the whole exists
+// but the part's label value does not: an engine that has the family but
+// never reported, e.g., finished_reason="error" has none in error.
+// part and whole must be aggregated by the same labels.
+func shareOf(part, whole string) string {
+	return "(\n  " + part + "\n  or\n  0 * " + whole + "\n)\n  / (" + whole + " > 0)"
+}
+
 func (c Config) overview() Dashboard {
 	M := c.fModel()
 	R := c.fRecorded(`model=~"$model"`, `slo=~"$slo"`)
@@ -200,12 +208,13 @@ func (c Config) overview() Dashboard {
 	}
 	budget := c.inSelected(fmt.Sprintf(`(
   1 - (
-    1 - sum_over_time(%[1]s{%[3]s}[%[4]s])
-      / (sum_over_time(%[2]s{%[3]s}[%[4]s]) > 0)
+    1 - sum_over_time(%[1]s{%[3]s, outcome="good"}[%[4]s])
+      / ignoring (outcome)
+        (sum_over_time(%[1]s{%[3]s, outcome="judged"}[%[4]s]) > 0)
   )
     / on (%[5]s) group_left ()
       (1 - %[6]s)
-)`, tileGood("1h"), tileRequests("1h"), R, c.BudgetPeriod, c.by("slo", "objective"),
+)`, tileOutcome("1h"), "", R, c.BudgetPeriod, c.by("slo", "objective"),
 		"llm_slo_target_ratio{"+c.fDaemon(`slo=~"$slo"`)+"}"))
 	rate := func(m string) string { return c.byTarget("sum", "rate("+m+"{"+M+"}[5m])") }
 	p99 := func(m string) string {
@@ -384,7 +393,7 @@ func (c Config) failureModes() Dashboard {
 				Exprs:       []Target{{c.byTarget("sum", `{__name__=~"llm_requests_waiting|llm_requests_running", `+M+"}"), legendTarget}}},
 			{Title: "Share of finished requests in error", Unit: "percentunit", Threshold: at(th.ErrorRatio),
 				Description: desc("… or when %g or more of at least %g requests finished in the window end in an error", th.ErrorRatio, th.MinFinished),
-				Exprs:       []Target{{rate("llm_requests_finished_total", `reason="error"`) + "\n  / (" + rate("llm_requests_finished_total") + " > 0)", legendTarget}}}},
+				Exprs:       []Target{{shareOf(rate("llm_requests_finished_total", `reason="error"`), rate("llm_requests_finished_total")), legendTarget}}}},
 	}
 	var rows []Row
 	for _, mode := range FailureModes {

@@ -58,6 +58,9 @@ func (c Config) Files() (map[string][]byte, error) {
 		return nil, err
 	}
 	out[PrometheusRuleFile] = append([]byte(header+"# The recording rules and alerts of rules/*.yml, for the Prometheus Operator.\n"), y...)
+	if out[InhibitFile], err = c.inhibitSnippet(); err != nil {
+		return nil, err
+	}
 	for _, g := range c.AlertGroups() {
 		for _, r := range g.Rules {
 			out[RunbookDir+"/"+r.Alert+".md"] = c.runbookMarkdown(r)

@@ -98,8 +98,8 @@ func (f benchFleet) tiles(w io.Writer, tile string, ts string) {
 		for e := 0; e < benchEngines; e++ {
 			l := f.engine(n, e)
 			for _, o := range benchObjectives {
-				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileRequests(tile), l, o.name, benchRate(e), ts)
-				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\"} %g%s\n", tileGood(tile), l, o.name, benchRate(e)*o.share, ts)
+				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\",outcome=\"judged\"} %g%s\n", tileOutcome(tile), l, o.name, benchRate(e), ts)
+				fmt.Fprintf(w, "%s{%s,slo=\"chat\",objective=\"%s\",outcome=\"good\"} %g%s\n", tileOutcome(tile), l, o.name, benchRate(e)*o.share, ts)
 			}
 		}
 	}
@@ -118,8 +118,8 @@ func (f benchFleet) tiles(w io.Writer, tile string, ts string) {
 	}
 	for _, m := range models {
 		for _, o := range benchObjectives {
-			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\"} %g%s\n", fleetTileRequests, m, o.name, perModel[m], ts)
-			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\"} %g%s\n", fleetTileGood, m, o.name, perModel[m]*o.share, ts)
+			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\",outcome=\"judged\"} %g%s\n", fleetTileOutcome, m, o.name, perModel[m], ts)
+			fmt.Fprintf(w, "%s{model=\"%s\",slo=\"chat\",objective=\"%s\",outcome=\"good\"} %g%s\n", fleetTileOutcome, m, o.name, perModel[m]*o.share, ts)
 		}
 	}
 }

@@ -35,7 +35,12 @@ const (
 
 func rec(name, expr string) Rule { return Rule{Record: name, Expr: strings.TrimSpace(expr) + "\n"} }
 
-// tile is the tile a window is summed from: 5m, or 1h from TileLong on.
+// raw reports whether window w reads the raw counters (up to RawUpTo:
+// the 5m window, and the short windows a burn-rate page needs at once).
+func (c Config) raw(w string) bool { return parseDuration(w) <= c.RawUpTo }
+
+// tile is the tile a longer window is summed from: 5m, or 1h from
+// TileLong on.
 func (c Config) tile(w string) string {
 	if parseDuration(w) >= c.TileLong {
 		return "1h"
@@ -44,35 +49,73 @@ func (c Config) tile(w string) string {
 }
 
 // SLO recording rule names for one window.
-func sloRequests(w string) string   { return levelObjective + ":llm_slo_requests:rate" + w }
-func sloGood(w string) string       { return levelObjective + ":llm_slo_good_requests:rate" + w }
 func sloAttainment(w string) string { return levelObjective + ":llm_slo_attainment:ratio_rate" + w }
 func sloBurn(w string) string       { return levelObjective + ":llm_slo_burn_rate:ratio_rate" + w }
 
-// Tiles: the 5m rate of the raw counters recorded once every 5m by a
-// group of that interval, so that consecutive samples cover consecutive
-// windows; and the 1h tile, the mean of the hour's 5m tiles recorded once
-// an hour.
-func tileRequests(t string) string { return levelObjective + ":llm_slo_requests:tile_rate" + t }
-func tileGood(t string) string     { return levelObjective + ":llm_slo_good_requests:tile_rate" + t }
+// Judged and good requests recorded together, by one rule, as one series
+// family with an outcome label ("judged", "good"): both come from one
+// query over the same samples and are written in one commit, so no
+// reader ever sees one without the other. sloOutcome is the 5m rate; the
+// tiles are the 5m rate recorded once every 5m by a group of that
+// interval, so that consecutive samples cover consecutive windows, and
+// the 1h tile, the mean of the hour's 5m tiles recorded once an hour.
+const levelOutcome = levelObjective + "_outcome"
+
+func sloOutcome(w string) string { return levelOutcome + ":llm_slo_requests:rate" + w }
+func tileOutcome(t string) string {
+	return levelOutcome + ":llm_slo_requests:tile_rate" + t
+}
+
+// outcomes is one query for the rate of judged and of good requests over
+// r, by the given labels, told apart by the outcome label.
+func (c Config) outcomes(by, r string) string {
+	return fmt.Sprintf(`label_replace(
+  sum by (%[1]s) (rate(%[2]s[%[4]s])),
+  "outcome", "judged", "", ""
+)
+or
+label_replace(
+  sum by (%[1]s) (rate(%[3]s[%[4]s])),
+  "outcome", "good", "", ""
+)`, by, c.sel("llm_slo_requests_total"), c.sel("llm_slo_good_requests_total"), r)
+}
+
+// goodOverJudged divides the good by the judged of an outcome series (or
+// of an expression f applied to one), absent where nothing was judged.
+func goodOverJudged(f func(outcome string) string) string {
+	return fmt.Sprintf("%s\n  / ignoring (outcome)\n    (%s > 0)", f(`outcome="good"`), f(`outcome="judged"`))
+}
 
 // sloWindow records attainment and burn rate for one window, and for 5m
-// the rates of judged and good requests too.
+// the rates of judged and good requests too (one outcome series). Each window's attainment is
+// one expression that reads good and judged from the same samples:
+//   - 5m: the outcome series recorded just before it in the same group;
+//   - up to RawUpTo (30m, 1h): the raw counters, both in this one query;
+//   - longer: the outcome tiles of the window.
 func (c Config) sloWindow(w string) []Rule {
 	by := c.by("target", "engine", "model", "slo", "objective")
 	var out []Rule
-	att := fmt.Sprintf("%s\n  / (%s > 0)", sloGood(w), sloRequests(w))
-	if w == "5m" {
-		out = append(out,
-			rec(sloRequests(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_requests_total"))),
-			rec(sloGood(w), fmt.Sprintf("sum by (%s) (rate(%s[5m]))", by, c.sel("llm_slo_good_requests_total"))))
-	} else {
+	var att string
+	switch {
+	case w == "5m":
+		out = append(out, rec(sloOutcome(w), c.outcomes(by, w)))
+		att = goodOverJudged(func(o string) string { return sloOutcome(w) + "{" + o + "}" })
+	case c.raw(w):
+		// Every raw sample of the window (W/scrape interval per series),
+		// so that the window moves with every scrape: a total breakdown
+		// shows in the 1h burn rate within a minute, where tiles showed
+		// it only when the next tile was recorded.
+		att = fmt.Sprintf("sum by (%[1]s) (rate(%[2]s[%[4]s]))\n  / (sum by (%[1]s) (rate(%[3]s[%[4]s])) > 0)",
+			by, c.sel("llm_slo_good_requests_total"), c.sel("llm_slo_requests_total"), w)
+	default:
 		// Good over judged in the tiles of the window: W/5m (W/1h)
 		// samples per series, never every raw sample. Tiles in which the
 		// series did not exist are left out of both sides, so the
 		// attainment is over the traffic seen.
 		t := c.tile(w)
-		att = fmt.Sprintf("sum_over_time(%s[%s])\n  / (sum_over_time(%s[%s]) > 0)", tileGood(t), w, tileRequests(t), w)
+		att = goodOverJudged(func(o string) string {
+			return fmt.Sprintf("sum_over_time(%s{%s}[%s])", tileOutcome(t), o, w)
+		})
 	}
 	return append(out,
 		// Absent, not 0 and not NaN, when nothing was judged. At most 1
@@ -96,40 +139,36 @@ func (c Config) tiles(t string) Group {
 	by := c.by("target", "engine", "model", "slo", "objective")
 	g := Group{Name: "goodput-exporter.slo-tiles-" + t, Interval: t}
 	if t == "5m" {
-		fb := c.fleetBy("model", "slo", "objective")
 		g.Rules = []Rule{
-			rec(tileRequests(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_requests_total"), t)),
-			rec(tileGood(t), fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c.sel("llm_slo_good_requests_total"), t)),
+			rec(tileOutcome(t), c.outcomes(by, t)),
 			// The fleet's tiles, per model: the fleet's hourly attainment
 			// sums twelve of these instead of twelve of every target's.
-			rec(fleetTileRequests, fmt.Sprintf("sum by (%s) (%s)", fb, tileRequests(t))),
-			rec(fleetTileGood, fmt.Sprintf("sum by (%s) (%s)", fb, tileGood(t))),
+			rec(fleetTileOutcome, fmt.Sprintf("sum by (%s) (%s)", c.fleetBy("model", "slo", "objective", "outcome"), tileOutcome(t))),
 		}
 		return g
 	}
 	n := int(parseDuration(t) / parseDuration("5m"))
-	g.Rules = []Rule{
-		rec(tileRequests(t), fmt.Sprintf("sum_over_time(%s[%s]) / %d", tileRequests("5m"), t, n)),
-		rec(tileGood(t), fmt.Sprintf("sum_over_time(%s[%s]) / %d", tileGood("5m"), t, n)),
-	}
+	g.Rules = []Rule{rec(tileOutcome(t), fmt.Sprintf("sum_over_time(%s[%s]) / %d", tileOutcome("5m"), t, n))}
 	return g
 }
 
-// atMostOne caps an attainment at 1. The good and the judged rates are
-// recorded by two rules, two queries: a scrape committed between them
-// puts one more sample in the second (good) than in the first, and over a
-// short window that can make good exceed judged for an evaluation, most
-// when one scrape's increase is large. An attainment above 1 means
-// nothing, and its burn rate would be negative.
+// atMostOne caps an attainment at 1. Good and judged come from one query
+// over the same samples, and the daemon never counts a request good that
+// it did not judge, yet rate() can still make good exceed judged where a
+// counter starts inside the range (the first samples Prometheus has of a
+// daemon, e.g. one just scraped for the first time): it extrapolates a
+// counter towards the range's start by the time its first value would
+// take to reach zero when that is under 1.1 scrape intervals, and by half
+// an interval otherwise, so good (a smaller first value) can be
+// extrapolated further than judged, by up to 0.6 of a scrape interval
+// (rules/tests/clamp_test.yml builds such a start for every window). An
+// attainment above 1 means nothing, and its burn rate would be negative.
 func atMostOne(expr string) string {
 	return "clamp_max(\n  " + strings.ReplaceAll(expr, "\n", "\n  ") + ",\n  1\n)"
 }
 
-// The fleet's 5m tiles per model, SLO and objective.
-const (
-	fleetTileRequests = "model_slo_objective:llm_slo_requests:tile_rate5m"
-	fleetTileGood     = "model_slo_objective:llm_slo_good_requests:tile_rate5m"
-)
+// The fleet's 5m tiles per model, SLO, objective and outcome.
+const fleetTileOutcome = "model_slo_objective_outcome:llm_slo_requests:tile_rate5m"
 
 // RecordingGroups are the recording rules (rules/goodput.rules.yml).
 func (c Config) RecordingGroups() []Group {
@@ -139,7 +178,12 @@ func (c Config) RecordingGroups() []Group {
 	groups := []Group{fast, c.tiles("5m"), c.tiles("1h")}
 	for _, w := range c.Windows[1:] {
 		iv := c.WindowInterval
-		if c.tile(w) != "5m" {
+		switch {
+		case w == c.fastestBurn().Long:
+			// The fastest page's long window is evaluated as often as
+			// its short one, so that a breakdown pages within minutes.
+			iv = c.FastInterval
+		case !c.raw(w) && c.tile(w) != "5m":
 			iv = c.LongInterval
 		}
 		groups = append(groups, Group{Name: "goodput-exporter.slo-window-" + w, Interval: iv, Rules: c.sloWindow(w)})
@@ -159,12 +203,13 @@ func (c Config) RecordingGroups() []Group {
 			c.fleetBy("model", "slo", "bound"), levelBound+":llm_goodput_tokens:rate5m")),
 		rec("model:llm_generation_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
 			c.fleetBy("model"), c.sel("llm_generation_tokens_total"))),
-		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", atMostOne(fmt.Sprintf(
-			"sum by (%[1]s) (%[2]s)\n  / (sum by (%[1]s) (%[3]s) > 0)",
-			c.fleetBy("model", "slo", "objective"), sloGood("5m"), sloRequests("5m")))),
-		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", atMostOne(fmt.Sprintf(
-			"sum_over_time(%[1]s[1h])\n  / (sum_over_time(%[2]s[1h]) > 0)",
-			fleetTileGood, fleetTileRequests))),
+		// Each from one query over one outcome series (sloWindow).
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate5m", atMostOne(goodOverJudged(func(o string) string {
+			return fmt.Sprintf("sum by (%s) (%s{%s})", c.fleetBy("model", "slo", "objective"), sloOutcome("5m"), o)
+		}))),
+		rec("model_slo_objective:llm_slo_attainment:ratio_rate1h", atMostOne(goodOverJudged(func(o string) string {
+			return fmt.Sprintf("sum_over_time(%s{%s}[1h])", fleetTileOutcome, o)
+		}))),
 		// Energy has no model label: GPUs are attributed to targets.
 		rec("target:llm_engine_gpu_energy_joules_per_token:ratio_rate5m", fmt.Sprintf(
 			"sum by (%[1]s) (rate(%[2]s[5m]))\n  / (sum by (%[1]s) (rate(%[3]s[5m])) > 0)",

@@ -29,20 +29,20 @@ func TestTimeScale(t *testing.T) {
 		t.Fatalf("no rule %s", name)
 		return Group{}, Rule{}
 	}
-	g, r := find(c.RecordingGroups(), "target_model_slo_objective:llm_slo_requests:rate5m")
+	g, r := find(c.RecordingGroups(), "target_model_slo_objective_outcome:llm_slo_requests:rate5m")
 	if g.Interval != "500ms" || !strings.Contains(r.Expr, "llm_slo_requests_total{job=\"goodput-exporter\"}[5s]") {
 		t.Errorf("5m window at scale 60: interval %q, expr %s", g.Interval, r.Expr)
 	}
-	g, r = find(c.RecordingGroups(), "target_model_slo_objective:llm_slo_requests:tile_rate1h")
+	g, r = find(c.RecordingGroups(), "target_model_slo_objective_outcome:llm_slo_requests:tile_rate1h")
 	if g.Interval != "1m" || !strings.Contains(r.Expr, "[1m]") {
 		t.Errorf("1h tile at scale 60: interval %q, expr %s", g.Interval, r.Expr)
 	}
 	_, r = find(c.RecordingGroups(), "target_model_slo_objective:llm_slo_attainment:ratio_rate3d")
-	if !strings.Contains(r.Expr, "tile_rate1h[1h12m]") {
+	if !strings.Contains(r.Expr, `tile_rate1h{outcome="good"}[1h12m]`) {
 		t.Errorf("3d window at scale 60 reads %s", r.Expr)
 	}
 	_, r = find(c.AlertGroups(), "LLMErrorBudgetBurn1h")
-	if r.For != "2s" || !strings.Contains(r.Expr, "ratio_rate1h") || !strings.Contains(r.Expr, "ratio_rate5m") {
+	if r.For != "1s" || !strings.Contains(r.Expr, "ratio_rate1h") || !strings.Contains(r.Expr, "ratio_rate5m") {
 		t.Errorf("page burn alert at scale 60: for %q, expr %s", r.For, r.Expr)
 	}
 	if !strings.Contains(r.Annotations["description"], "last 1h") {
@@ -50,7 +50,7 @@ func TestTimeScale(t *testing.T) {
 	}
 	// Unscaled, the shipped rules are untouched.
 	_, r = find(Default().AlertGroups(), "LLMErrorBudgetBurn1h")
-	if r.For != "2m" {
+	if r.For != "1m" {
 		t.Errorf("shipped for: %q", r.For)
 	}
 }
