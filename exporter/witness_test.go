@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 )
 
 // The hostile engines below are the classes a campaign against the daemon
@@ -260,5 +261,51 @@ func TestStartTimeWobble(t *testing.T) {
 	}
 	if st := tg.snapshotState(); !st.up {
 		t.Errorf("down: %q", st.lastReason)
+	}
+}
+
+// While a family the joint needs is left out of one scrape (here a NaN
+// TTFT _count on one rank), the goodput series stay in the exposition
+// with the values they had; they went missing for that scrape, which a
+// recording rule reads as a gap. The next good scrape measures from the
+// last one that had the family, so nothing is lost either.
+func TestGoodputSeriesStayWhileAFamilyIsLeftOut(t *testing.T) {
+	t0, t1 := readWindow(t, "t0.prom"), readWindow(t, "t1.prom")
+	const count = `vllm:time_to_first_token_seconds_count{engine="1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1210`
+	bad := []byte(strings.Replace(string(t1), count, `vllm:time_to_first_token_seconds_count{engine="1",model_name="meta-llama/Llama-3.1-8B-Instruct"} NaN`, 1))
+	if string(bad) == string(t1) {
+		t.Fatal("fixture line not found")
+	}
+	e, tg := sequenceTarget(t, t0, t1, bad, testbody.Advance(t1, 0.1))
+	series := []map[string]string{
+		{"slo": "chat", "bound": "lower"}, {"slo": "chat", "bound": "upper"},
+	}
+	names := []string{"llm_goodput_requests_total", "llm_goodput_tokens_total"}
+	scrapeN(tg, 2)
+	before := map[string]float64{}
+	for _, n := range names {
+		for _, l := range series {
+			v := sum(t, e, n, l)
+			if v <= 0 {
+				t.Fatalf("%s%v = %g after t1, want a positive count", n, l, v)
+			}
+			before[n+l["bound"]] = v
+		}
+	}
+	scrapeN(tg, 1)
+	for _, n := range names {
+		for _, l := range series {
+			if got := sum(t, e, n, l); got != before[n+l["bound"]] {
+				t.Errorf("%s%v = %g with TTFT left out, want %g unchanged (-1: missing)", n, l, got, before[n+l["bound"]])
+			}
+		}
+	}
+	scrapeN(tg, 1)
+	for _, n := range names {
+		for _, l := range series {
+			if got := sum(t, e, n, l); got <= before[n+l["bound"]] {
+				t.Errorf("%s%v = %g after the family is back, want more than %g", n, l, got, before[n+l["bound"]])
+			}
+		}
 	}
 }
