@@ -34,8 +34,11 @@ import (
 //   - flipping: the address reaches more than one engine process (a load
 //     balancer in front of replicas): a start time seen earlier comes back,
 //     counters that all went down as in a restart climb straight back to
-//     where they were, or counters that all fell come back above where
-//     they were for the second time within altWindow scrapes. Nothing from
+//     where they were, or (no start time) counters that all fell come back
+//     above where they were for the second time within altWindow scrapes.
+//     A single such return is a glitch that ended; when it comes after the
+//     goodput layer took the lower values as baselines (rebaseAfter
+//     scrapes), it is a baseline. Nothing from
 //     such a target can be counted; it is an error (ReasonMultipleEngines)
 //     until it answers from one process for steadyScrapes scrapes in a
 //     row, and then counting resumes from a baseline.
@@ -61,8 +64,16 @@ const startWobble = 2.0 // seconds
 const flipLookback = 3
 
 // Two returns of counters that all fell, within this many scrapes, are an
-// address alternating between processes; a single one is a glitch.
+// address alternating between processes; a single one is a glitch. A fall
+// that is no restart is followed for this many scrapes.
 const altWindow = 20
+
+// The goodput layer keeps a series' higher baseline through this many
+// snapshots below it (its glitchRebase), then takes the lower value. A
+// return above the values before a fall that came later finds the lower
+// baselines, so its rise is no increase of this interval: it only sets
+// the baselines.
+const rebaseAfter = 3
 
 // Scrapes in a row from one process before a flipping target is trusted
 // again.
@@ -143,11 +154,9 @@ func (c *Continuity) Judge(prev, cur *snapshot.Snapshot) Verdict {
 // and whether no series of cur can have started again.
 func (c *Continuity) compare(prev, cur *snapshot.Snapshot) (flip, restart, baseline string, noReset bool) {
 	ps, cs := startOf(prev), startOf(cur)
-	if ps.v != 0 && cs.v != 0 {
+	timed := ps.v != 0 && cs.v != 0
+	if timed && !ps.same(cs) {
 		c.before = nil
-		if ps.same(cs) {
-			return "", "", "", true
-		}
 		if c.seen(cs) {
 			return fmt.Sprintf("its process start time went back to %s, seen earlier, from %s", cs, ps), "", "", false
 		}
@@ -161,24 +170,40 @@ func (c *Continuity) compare(prev, cur *snapshot.Snapshot) (flip, restart, basel
 	}
 	if c.before != nil {
 		c.sinceRestart++
-		if c.sinceRestart <= flipLookback && continues(c.before, cur) {
-			fresh := c.fresh
+		window := altWindow
+		if c.fresh {
+			window = flipLookback
+		}
+		switch {
+		case c.sinceRestart <= window && continues(c.before, cur):
+			fresh, since := c.fresh, c.sinceRestart
 			c.before = nil
 			if fresh {
 				return "counters that all went down came straight back above their earlier values", "", "", false
 			}
-			alt := c.lastAlt != 0 && c.scrapes-c.lastAlt <= altWindow
-			c.lastAlt = c.scrapes
-			if alt {
-				return fmt.Sprintf("counters that all fell came back above their earlier values twice within %d scrapes", altWindow), "", "", false
+			if !timed {
+				alt := c.lastAlt != 0 && c.scrapes-c.lastAlt <= altWindow
+				c.lastAlt = c.scrapes
+				if alt {
+					return fmt.Sprintf("counters that all fell came back above their earlier values twice within %d scrapes", altWindow), "", "", false
+				}
+			}
+			if since >= rebaseAfter {
+				return "", "", fmt.Sprintf("every counter came back above where it was before it fell %d scrapes ago, when the lower values had become the baselines: the return only sets the baseline", since), false
 			}
 			return "", "", "", true
-		}
-		if c.sinceRestart >= flipLookback {
+		case c.sinceRestart >= window:
 			c.before = nil
 		}
 	}
-	switch why, fresh := allDown(prev, cur); {
+	why, fresh := allDown(prev, cur)
+	switch {
+	case timed:
+		// The same process: a fall is a glitch, whatever its size.
+		if why != "" && c.before == nil {
+			c.before, c.fresh, c.sinceRestart = prev, false, 0
+		}
+		return "", "", "", true
 	case why == "":
 	case fresh:
 		c.before, c.fresh, c.sinceRestart = prev, true, 0
@@ -186,10 +211,14 @@ func (c *Continuity) compare(prev, cur *snapshot.Snapshot) (flip, restart, basel
 	default:
 		// Every counter fell, but not to a fresh start: a glitch of the
 		// whole body (one rank of several missing), or another process.
-		c.before, c.fresh, c.sinceRestart = prev, false, 0
+		if c.before == nil {
+			c.before, c.fresh, c.sinceRestart = prev, false, 0
+		}
 		return "", "", "", true
 	}
-	return "", "", "", false
+	// While counters that fell (no restart) have not come back, a series
+	// still below its baseline glitched: it did not start again.
+	return "", "", "", c.before != nil && !c.fresh
 }
 
 // start is a process start time: Unix seconds when the engine says so

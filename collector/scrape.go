@@ -179,7 +179,7 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 	}
 	res.Restart, res.Baseline = v.Restart, v.Baseline
 	if changed != "" && v.Flip == nil {
-		snap.Restarted, snap.Baseline = false, true
+		snap.Restarted, snap.Baseline, snap.NoReset = false, true, false
 		res.Restart, res.Baseline = "", changed+": its counts are of unknown age and only set the baseline"
 	}
 	return snap, res, nil

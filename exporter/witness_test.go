@@ -309,3 +309,32 @@ func TestGoodputSeriesStayWhileAFamilyIsLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// The same two processes without a start time, the balancer staying on B
+// for four scrapes: by the third the goodput layer takes B's lower values
+// as its baselines, so A's return (500,200 after 480,160) would add
+// 20,040. It comes back above where A was before the fall, after the
+// baselines moved: a baseline, nothing added. Counted: B's 40 after the
+// baselines moved (scrape 4) and A's 40 after its return (scrape 6).
+func TestStickyBalancerWithoutStartTime(t *testing.T) {
+	for _, bd := range bounds {
+		t.Run(bd.name, func(t *testing.T) {
+			e, tg, logs := witnessTarget(t, bd.maxReq, func(i int) []byte {
+				if i >= 1 && i <= 4 {
+					return vllmRanks("", 1, float64(480_000+40*i))
+				}
+				return vllmRanks("", 1, float64(500_000+40*i))
+			})
+			scrapeN(tg, 7)
+			if got := sum(t, e, "llm_slo_requests_total", ttftChat); got != 80 {
+				t.Errorf("judged %g, want 80", got)
+			}
+			if !strings.Contains(logs.String(), "came back above where it was before it fell 4 scrapes ago") {
+				t.Errorf("the return was not a baseline:\n%s", logs.String())
+			}
+			if st := tg.snapshotState(); !st.up {
+				t.Errorf("down: %q (one return is not an alternation)", st.lastReason)
+			}
+		})
+	}
+}
