@@ -123,36 +123,43 @@ func snapAt(t *testing.T, sec int64, start float64, gen float64) *snapshot.Snaps
 }
 
 // Two processes behind one address (a load-balanced service) alternate:
-// process A started at t=100, B at t=200, both long before the scrapes at
-// t=1000 onwards. The switch to B is a baseline (its counts are of unknown
+// process A started at T+100, B at T+200, both long before the scrapes at
+// T+1000 onwards. The switch to B is a baseline (its counts are of unknown
 // age), the switch back to A a flip: the target errors until it answers
 // from one process for steadyScrapes scrapes, then resumes from a baseline.
 func TestStartTimeFlipping(t *testing.T) {
+	const T = 1_700_000_000
 	var c Continuity
 	seq := []struct {
 		start    float64
 		want     string // "", restart, baseline, flip
 		contains string
+		gen      float64 // counter value; 0: 1000 + step
 	}{
-		{100, "", ""},
-		{100, "", ""},
-		{200, "baseline", "unknown age"},
-		{100, "flip", "went back to 100"},
-		{200, "flip", "went back to 200"},
-		{200, "flip", "1 so far"},
-		{200, "flip", "2 so far"},
-		{200, "flip", "3 so far"},
-		{200, "flip", "4 so far"},
-		{200, "flip", "5 so far"},
-		{200, "baseline", "6 scrapes in a row"},
-		{200, "", ""},
-		// A genuine restart: started after the previous scrape (t=1055).
-		{1057, "restart", "changed from 200 to 1057"},
-		{1057, "", ""},
+		{T + 100, "", "", 0},
+		{T + 100, "", "", 0},
+		{T + 200, "baseline", "unknown age", 0},
+		{T + 100, "flip", "went back to 1700000100", 0},
+		{T + 200, "flip", "went back to 1700000200", 0},
+		{T + 200, "flip", "1 so far", 0},
+		{T + 200, "flip", "2 so far", 0},
+		{T + 200, "flip", "3 so far", 0},
+		{T + 200, "flip", "4 so far", 0},
+		{T + 200, "flip", "5 so far", 0},
+		{T + 200, "baseline", "6 scrapes in a row", 0},
+		{T + 200, "", "", 0},
+		// A genuine restart: started after the previous scrape (T+1055)
+		// and its counters fell.
+		{T + 1057, "restart", "changed from 1700000200 to 1700001057 and every counter went down", 7},
+		{T + 1057, "", "", 20},
 	}
 	var prev *snapshot.Snapshot
 	for i, step := range seq {
-		cur := snapAt(t, 1000+int64(i)*5, step.start, float64(1000+i))
+		gen := step.gen
+		if gen == 0 {
+			gen = float64(1000 + i)
+		}
+		cur := snapAt(t, T+1000+int64(i)*5, step.start, gen)
 		v := c.Judge(prev, cur)
 		got, why := "", ""
 		switch {

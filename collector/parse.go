@@ -137,8 +137,9 @@ func (p *Parser) Engine() snapshot.Engine { return p.tab.engine }
 func (p *Parser) SetDeadline(t time.Time) { p.deadline = t }
 
 // deadlineEvery is how many entries are parsed between two looks at the
-// clock.
-const deadlineEvery = 1024
+// clock: a few milliseconds of work at most, even for entries textparse
+// reads and learns one by one (a body of new series every scrape).
+const deadlineEvery = 256
 
 // Parse reads one body. contentType selects Prometheus text 0.0.4 or
 // OpenMetrics 1.0 (empty means text). A malformed body is an error and
@@ -377,7 +378,14 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			}
 			i, ok := acc.hist(ref.src.id).boundIndex(bound)
 			if !ok {
-				i = overflowBucket
+				// Past the cap the histogram is left out anyway: the
+				// series is not kept (neither cached nor a guess for the
+				// fast path), so that a body of 50,000 bounds, new ones
+				// every scrape, costs its parse and no lasting state.
+				s.bucket, s.dead = overflowBucket, true
+				delete(p.canon, canon)
+				p.learnt = p.learnt[:len(p.learnt)-1]
+				return s
 			}
 			s.bucket = i
 		}

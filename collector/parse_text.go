@@ -84,10 +84,20 @@ const (
 	lineType
 )
 
+// slowRun is how many samples in a row the fast path may hand to
+// textparse one by one (a parser each) before the rest of the body goes
+// to one textparse pass: a body of new series every scrape (50,000 bucket
+// bounds that shift) then costs one parser, not one per line. Not on a
+// parser's first body, whose lines are all new: reading them one by one
+// learns the comment lines too, so that the second body is all fast path.
+const slowRun = 64
+
 // parseText reads a body of the text format line by line.
 func (p *Parser) parseText(body []byte) error {
 	p.mtype = ""
 	typeAt, sinceType := -1, 0 // the last TYPE line, and entries after it
+	slow := 0                  // samples in a row not known to the fast path
+	first := len(p.cache) == 0
 	for off := 0; off < len(body); {
 		nl := bytes.IndexByte(body[off:], '\n')
 		if nl < 0 {
@@ -95,10 +105,18 @@ func (p *Parser) parseText(body []byte) error {
 		}
 		line := body[off : off+nl+1]
 		kind, ok := p.fastLine(line, off)
-		if !ok {
+		if ok {
+			slow = 0
+		} else {
 			p.rebuild = true
+			if slow > slowRun && !first {
+				return p.rest(body, off, typeAt, sinceType)
+			}
 			if kind, ok = p.parseLine(line, off); !ok {
 				return p.rest(body, off, typeAt, sinceType)
+			}
+			if kind == lineSample {
+				slow++
 			}
 		}
 		switch kind {

@@ -163,8 +163,12 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 	snap.Target = s.cfg.Name
 	if snap.ProcessStart == 0 {
 		// llama-server sends its start time as a header.
+		// Its value is llama-server's start in microseconds of the
+		// monotonic clock since boot (t_start = ggml_time_us()), not
+		// Unix seconds: a token naming the process.
 		if v, err := strconv.ParseFloat(header.Get("Process-Start-Time-Unix"), 64); err == nil {
 			snap.ProcessStart = v
+			snap.ProcessToken = s.parser.Engine() == snapshot.LlamaCPP
 		}
 	}
 	s.usual = len(body)
@@ -175,7 +179,7 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 	}
 	res.Restart, res.Baseline = v.Restart, v.Baseline
 	if changed != "" && v.Flip == nil {
-		snap.Restarted, snap.Baseline = false, true
+		snap.Restarted, snap.Baseline, snap.NoReset = false, true, false
 		res.Restart, res.Baseline = "", changed+": its counts are of unknown age and only set the baseline"
 	}
 	return snap, res, nil

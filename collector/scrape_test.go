@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,31 +146,40 @@ func TestScrapeGzipAndAccept(t *testing.T) {
 	}
 }
 
+// A restart needs two witnesses: the third answer's counter falls under
+// an unchanged start time (a glitch, not a restart), the fourth's falls
+// with a new start time (a restart).
 func TestRestartDetected(t *testing.T) {
 	var n atomic.Int32
+	restartAt := strconv.FormatInt(time.Now().Unix()+3600, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Process-Start-Time-Unix", "1700000000")
-		tokens := []string{"100", "250", "30"}[min(int(n.Add(1))-1, 2)]
+		i := min(int(n.Add(1))-1, 3)
+		w.Header().Set("Process-Start-Time-Unix", []string{"1700000000", "1700000000", "1700000000", restartAt}[i])
+		tokens := []string{"100", "250", "30", "20"}[i]
 		w.Write([]byte("# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total " + tokens + "\n"))
 	}))
 	defer srv.Close()
 	sc := newTestScraper(t, srv.URL, "", time.Second, 1<<20)
-	var restarts []bool
-	for range 3 {
+	var restarts, noReset []bool
+	for i := range 4 {
 		snap, res, err := sc.Scrape(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.ProcessStart != 1700000000 {
+		if i < 3 && snap.ProcessStart != 1700000000 {
 			t.Errorf("Process-Start-Time-Unix header not read: %v", snap.ProcessStart)
 		}
 		if snap.Restarted != (res.Restart != "") {
 			t.Errorf("flag and reason disagree: %v %q", snap.Restarted, res.Restart)
 		}
 		restarts = append(restarts, snap.Restarted)
+		noReset = append(noReset, snap.NoReset)
 	}
-	if restarts[0] || restarts[1] || !restarts[2] {
-		t.Errorf("restarts = %v, want only the third (counter 250 -> 30)", restarts)
+	if restarts[0] || restarts[1] || restarts[2] || !restarts[3] {
+		t.Errorf("restarts = %v, want only the fourth (a new start time and 30 -> 20)", restarts)
+	}
+	if !noReset[1] || !noReset[2] || noReset[3] {
+		t.Errorf("no-reset = %v, want it where the start time did not change", noReset)
 	}
 }
 

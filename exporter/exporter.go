@@ -41,6 +41,10 @@ type Options struct {
 	// GPU reads the node's GPUs and attributes them to targets; nil
 	// exports no GPU series.
 	GPU *gpu.Manager
+	// MaxRequestRate and MaxTokenRate are the ceilings of the bound on
+	// every engine counter's increase (goodput.Limits), per second: 0 uses
+	// goodput.DefaultLimits, a negative value turns that bound off.
+	MaxRequestRate, MaxTokenRate float64
 	// Levers, when set, puts buttons on the status page that switch a
 	// simulated engine's failure lever, served by POST /-/lever. Only the
 	// demo sets it; a daemon serving real engines has no such endpoint.

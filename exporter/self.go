@@ -75,7 +75,7 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			"Size of the last (decompressed) /metrics body read from an engine target.",
 			[]string{"target"}, nil),
 		discontinuities: prometheus.NewDesc("goodput_exporter_series_discontinuities_total",
-			"Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging).",
+			"Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging), implausible (rose by more than the engine could have in the interval: nothing added).",
 			[]string{"target", "reason"}, nil),
 		duplicates: prometheus.NewDesc("goodput_exporter_target_duplicate_samples_total",
 			"Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does.",

@@ -85,15 +85,19 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 					cm(d.interpolated, prometheus.CounterValue, os.Total.Interpolated, collector.Labels(e, ms.Model, ss.SLO, obj))
 				}
 			}
+			// The joint's counters stay, unchanged, while a family it
+			// needs is left out of a scrape (a bad value, a torn body):
+			// counted once, a series is exported for as long as its
+			// model is kept, as the per-objective ones are.
 			j := ss.Joint
-			if !j.Supported {
+			if !j.Supported && j.Total.Requests == (goodput.Bounds{}) && j.Total.Tokens == (goodput.Bounds{}) {
 				continue
 			}
-			if j.RequestsSource != "" {
+			if (j.Supported && j.RequestsSource != "") || j.Total.Requests != (goodput.Bounds{}) {
 				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
 				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Upper, collector.Labels(e, ms.Model, ss.SLO, "upper"))
 			}
-			if j.TokensSupported {
+			if (j.Supported && j.TokensSupported) || j.Total.Tokens != (goodput.Bounds{}) {
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Upper, collector.Labels(e, ms.Model, ss.SLO, "upper"))
 				bounded := 0.0

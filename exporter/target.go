@@ -96,6 +96,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 	tracker := goodput.NewTracker(tc.Name, slos)
 	tracker.ForgetAfter(forgetModelsAfter)
 	tracker.KeepAtMost(tc.ModelLimit)
+	tracker.SetLimits(e.counterLimits())
 	return &target{
 		cfg:     tc,
 		timeout: timeout,
@@ -391,4 +392,24 @@ func (t *target) snapshotState() targetState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.state
+}
+
+// counterLimits is the bound on engine counters' increases for the
+// trackers: the ceilings from the options, the scrape interval as the
+// shortest time an increase is judged over.
+func (e *Exporter) counterLimits() goodput.Limits {
+	l := goodput.DefaultLimits
+	l.Interval = e.opts.Interval
+	pick := func(v float64, dflt float64) float64 {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return dflt
+		}
+		return v
+	}
+	l.RequestsPerSecond = pick(e.opts.MaxRequestRate, l.RequestsPerSecond)
+	l.TokensPerSecond = pick(e.opts.MaxTokenRate, l.TokensPerSecond)
+	return l
 }

@@ -40,6 +40,8 @@ type Tracker struct {
 	forget  time.Duration // 0: keep absent models forever
 	limit   int           // 0: no cap on the models kept
 	started bool
+	limits  Limits
+	last    time.Time // the previous snapshot's time
 	gen     uint64
 	states  []ModelState // sorted by model name
 	tracks  []*modelTrack
@@ -69,8 +71,12 @@ type modelTrack struct {
 // NewTracker returns a tracker for the named target. slos should have
 // passed ValidateSLOs; the tracker keeps the slice and does not modify it.
 func NewTracker(target string, slos []SLO) *Tracker {
-	return &Tracker{target: target, slos: slos}
+	return &Tracker{target: target, slos: slos, limits: DefaultLimits}
 }
+
+// SetLimits sets how much an engine counter may rise in one interval
+// (DefaultLimits unless set).
+func (t *Tracker) SetLimits(l Limits) { t.limits = l }
 
 // ForgetAfter drops a model, its totals and its baselines once it has been
 // absent from every snapshot for d (by snapshot time), so that a target
@@ -119,7 +125,9 @@ func (t *Tracker) Update(s *snapshot.Snapshot) error {
 	t.started = true
 	t.gen++
 	t.events = t.events[:0]
-	md := mode{restarted: s.Restarted, baseline: s.Baseline || (!running && !s.Restarted)}
+	md := mode{restarted: s.Restarted, baseline: s.Baseline || (!running && !s.Restarted),
+		noReset: s.NoReset, now: s.Time, since: t.last, lim: t.limits}
+	t.last = s.Time
 	for i := range s.Models {
 		m := &s.Models[i]
 		idx, known := t.find(m.Name)
@@ -223,6 +231,7 @@ func (t *Tracker) advance(tr *modelTrack, m *snapshot.Model, md mode) {
 	}
 	for h := range tr.hists {
 		ht := &tr.hists[h]
+		ht.perToken = h == int(snapshot.ITL)
 		if !ht.seen && m.HistFailed[h] {
 			ht.failed = true
 		}

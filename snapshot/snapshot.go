@@ -146,6 +146,11 @@ type Snapshot struct {
 	// ProcessStart is the engine process start time in Unix seconds, 0 when
 	// the engine does not say.
 	ProcessStart float64
+	// ProcessToken says that ProcessStart is an opaque token naming the
+	// process (llama-server's Process-Start-Time-Unix header carries
+	// microseconds of the monotonic clock since boot), to be compared for
+	// equality only, not Unix seconds.
+	ProcessToken bool
 	// Restarted is set when this snapshot comes from a new engine process
 	// that started after the previous scrape of the same target: its
 	// process start time changed, or (engines that publish none) every
@@ -159,6 +164,13 @@ type Snapshot struct {
 	// scrape, or the engine behind the address changed): consumers only
 	// set their baselines from it, as for a target's first snapshot.
 	Baseline bool
+	// NoReset is set when the collector has a witness that no series of
+	// this snapshot started again since the previous one: the process
+	// start time did not change, or every counter went down together by
+	// less than a fresh start explains. A series that went down then
+	// glitched (a rank missing from the body, a torn read): consumers add
+	// nothing for it and do not take it for a reset of that series.
+	NoReset bool
 	// Models are sorted by Name.
 	Models []Model
 	// Duplicates counts samples of a series already read earlier in the

@@ -26,6 +26,8 @@ type serveCmd struct {
 	Lifecycle     bool          `name:"web.enable-lifecycle" help:"Enable reloading the configuration with POST or PUT /-/reload (off: the endpoint answers 403). SIGHUP always reloads."`
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
+	MaxReqRate    float64       `name:"collect.max-request-rate" default:"10000" help:"Requests per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
+	MaxTokenRate  float64       `name:"collect.max-token-rate" default:"2000000" help:"Tokens per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
@@ -41,6 +43,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if s.Timeout < 0 || s.Timeout > s.Interval {
 		return fmt.Errorf("--collect.timeout (%v) must be positive and not longer than --collect.interval (%v)", s.Timeout, s.Interval)
+	}
+	if s.MaxReqRate < 0 || s.MaxTokenRate < 0 {
+		return errors.New("--collect.max-request-rate and --collect.max-token-rate must not be negative")
 	}
 	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
 		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
@@ -127,7 +132,8 @@ func (s *serveCmd) Run(e *env) error {
 	if gm != nil {
 		defer gm.Close()
 	}
-	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle})
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle,
+		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate)})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
@@ -221,4 +227,12 @@ func serveHTTP(ctx context.Context, srv *http.Server, listeners []net.Listener, 
 		srv.Close()
 		return err
 	}
+}
+
+// offIsNegative maps a flag's 0 (no bound) to the options' negative.
+func offIsNegative(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
