@@ -302,6 +302,7 @@ var counterNames = [snapshot.NumCounters]string{
 	snapshot.GenerationTokens:   "generation tokens",
 	snapshot.PrefixCacheQueries: "prefix cache queries",
 	snapshot.PrefixCacheHits:    "prefix cache hits",
+	snapshot.EngineSteps:        "engine steps",
 }
 
 // allDown describes a fall of every cumulative series present in both
