@@ -87,6 +87,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		MaxBody:   int64(tc.MaxBodySize),
 		Parse:     collector.ParseOptions{DefaultModel: tc.Model, ModelLimit: tc.ModelLimit},
 		Transport: e.transport,
+		Budget:    e.budget,
 	})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ type serveCmd struct {
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
+	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
 
@@ -50,6 +51,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if err := s.Kubernetes.validate(); err != nil {
 		return err
+	}
+	if _, err := config.ParseByteSize(s.BodyBudget); err != nil {
+		return fmt.Errorf("--collect.body-budget: %w", err)
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
@@ -127,7 +131,8 @@ func (s *serveCmd) Run(e *env) error {
 	if gm != nil {
 		defer gm.Close()
 	}
-	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle})
+	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate
+	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle, BodyBudget: int64(budget)})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
