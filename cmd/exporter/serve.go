@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/internal/memlimit"
 )
 
 type serveCmd struct {
@@ -27,6 +28,8 @@ type serveCmd struct {
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
+	MemoryLimit   string        `name:"runtime.memory-limit" env:"GOODPUT_EXPORTER_MEMORY_LIMIT" placeholder:"SIZE" help:"The container's memory limit, to size the Go runtime's soft limit from (the Helm chart passes resources.limits.memory). Default: the cgroup's (v2 memory.max, v1 memory.limit_in_bytes). GOMEMLIMIT, when set, wins over both."`
+	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.9" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
 	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
@@ -51,6 +54,14 @@ func (s *serveCmd) Validate() error {
 	}
 	if err := s.Kubernetes.validate(); err != nil {
 		return err
+	}
+	if s.MemoryRatio <= 0 || s.MemoryRatio > 1 {
+		return fmt.Errorf("--runtime.memory-limit-ratio %v must be in (0, 1]", s.MemoryRatio)
+	}
+	if s.MemoryLimit != "" {
+		if _, err := config.ParseByteSize(s.MemoryLimit); err != nil {
+			return fmt.Errorf("--runtime.memory-limit: %w", err)
+		}
 	}
 	if _, err := config.ParseByteSize(s.BodyBudget); err != nil {
 		return fmt.Errorf("--collect.body-budget: %w", err)
@@ -108,6 +119,7 @@ func (s *serveCmd) loader() exporter.Loader {
 }
 
 func (s *serveCmd) Run(e *env) error {
+	s.setMemoryLimit(e)
 	if s.WebConfigFile != "" {
 		if err := web.Validate(s.WebConfigFile); err != nil {
 			return fmt.Errorf("--web.config.file: %w", err)
@@ -226,4 +238,22 @@ func serveHTTP(ctx context.Context, srv *http.Server, listeners []net.Listener, 
 		srv.Close()
 		return err
 	}
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit under the
+// container's (internal/memlimit), so that garbage is collected before the
+// kernel's OOM killer counts it. A failure to read the cgroup is logged:
+// the daemon runs on, as it did before, without a soft limit.
+func (s *serveCmd) setMemoryLimit(e *env) {
+	var limit int64
+	if s.MemoryLimit != "" {
+		v, _ := config.ParseByteSize(s.MemoryLimit) // checked by Validate
+		limit = int64(v)
+	}
+	set, err := memlimit.Apply(os.Getenv, limit, s.MemoryRatio, os.DirFS("/"))
+	if err != nil {
+		e.logger.Warn("no soft memory limit: the container's limit could not be read", "err", err)
+		return
+	}
+	e.logger.Info(set.String())
 }
