@@ -169,3 +169,35 @@ func TestOversizedBodyDoesNotPinMemory(t *testing.T) {
 		t.Errorf("heap in use grew by %d MiB after the oversized body", grown>>20)
 	}
 }
+
+// A model name and a finish reason of 256 KiB are shortened
+// (snapshot.CapLabelValue) and the series counted, on every parse; a name
+// at the cap is kept whole.
+func TestLongLabelValuesAreShortened(t *testing.T) {
+	p, err := NewParser(snapshot.VLLM, ParseOptions{ModelLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, reason, fits := strings.Repeat("m", 256<<10), strings.Repeat("r", 256<<10), strings.Repeat("f", 512)
+	body := []byte(fmt.Sprintf("vllm:num_requests_running{model_name=%q} 3\n"+
+		"vllm:request_success_total{finished_reason=%q,model_name=%q} 7\n"+
+		"vllm:num_requests_running{model_name=%q} 1\n", long, reason, fits, fits))
+	shortModel, _ := snapshot.CapLabelValue(long)
+	shortReason, _ := snapshot.CapLabelValue(reason)
+	for range 2 {
+		snap, err := p.Parse(body, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := snap.Model(shortModel); m == nil || m.Gauges[snapshot.Running].V != 3 {
+			t.Errorf("the long model is not under its shortened name: %v", m)
+		}
+		m := snap.Model(fits)
+		if m == nil || m.Finished[shortReason] != 7 || m.Gauges[snapshot.Running].V != 1 {
+			t.Errorf("the 512-byte model with its long reason: %+v", m)
+		}
+		if snap.Shortened != 2 || snap.ShortenedValue != shortModel {
+			t.Errorf("shortened %d, first %q…; want 2, the model", snap.Shortened, snap.ShortenedValue[:10])
+		}
+	}
+}
