@@ -55,7 +55,7 @@ func (s *serveCmd) Validate() error {
 	if err := s.Kubernetes.validate(); err != nil {
 		return err
 	}
-	if s.MemoryRatio <= 0 || s.MemoryRatio > 1 {
+	if s.MemoryRatio < 0 || s.MemoryRatio > 1 {
 		return fmt.Errorf("--runtime.memory-limit-ratio %v must be in (0, 1]", s.MemoryRatio)
 	}
 	if s.MemoryLimit != "" {
@@ -63,8 +63,10 @@ func (s *serveCmd) Validate() error {
 			return fmt.Errorf("--runtime.memory-limit: %w", err)
 		}
 	}
-	if _, err := config.ParseByteSize(s.BodyBudget); err != nil {
-		return fmt.Errorf("--collect.body-budget: %w", err)
+	if s.BodyBudget != "" {
+		if _, err := config.ParseByteSize(s.BodyBudget); err != nil {
+			return fmt.Errorf("--collect.body-budget: %w", err)
+		}
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
@@ -143,7 +145,7 @@ func (s *serveCmd) Run(e *env) error {
 	if gm != nil {
 		defer gm.Close()
 	}
-	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate
+	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate; "" (0): the default
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle, BodyBudget: int64(budget)})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
@@ -250,7 +252,11 @@ func (s *serveCmd) setMemoryLimit(e *env) {
 		v, _ := config.ParseByteSize(s.MemoryLimit) // checked by Validate
 		limit = int64(v)
 	}
-	set, err := memlimit.Apply(os.Getenv, limit, s.MemoryRatio, os.DirFS("/"))
+	ratio := s.MemoryRatio
+	if ratio == 0 {
+		ratio = memlimit.DefaultRatio
+	}
+	set, err := memlimit.Apply(os.Getenv, limit, ratio, os.DirFS("/"))
 	if err != nil {
 		e.logger.Warn("no soft memory limit: the container's limit could not be read", "err", err)
 		return
