@@ -1,12 +1,14 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,15 +123,27 @@ func TestParseStopsAtItsDeadline(t *testing.T) {
 	}
 }
 
-// After one 100 MB answer (refused at the 32 MiB cap) the target's read
-// buffer does not keep its high-water size.
+// After one 100 MB answer (refused at the 32 MiB cap) the target keeps
+// no read buffer, and reading it allocated the cap and a piece, not the
+// doubling buffer's 64 + 32 + 16 + ... MiB; an announced 100 MB is refused
+// before its body is read.
 func TestOversizedBodyDoesNotPinMemory(t *testing.T) {
 	line := []byte(`vllm:generation_tokens_total{model_name="m"} 1` + "\n")
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if n.Add(1) == 1 {
+		switch n.Add(1) {
+		case 1:
 			for written := 0; written < 100<<20; written += len(line) {
 				if _, err := w.Write(line); err != nil {
+					return
+				}
+			}
+			return
+		case 2:
+			w.Header().Set("Content-Length", strconv.Itoa(100<<20))
+			chunk := bytes.Repeat(line, 1<<14)
+			for written := 0; written < 100<<20; written += len(chunk) {
+				if _, err := w.Write(chunk); err != nil {
 					return
 				}
 			}
@@ -139,13 +153,27 @@ func TestOversizedBodyDoesNotPinMemory(t *testing.T) {
 	}))
 	defer srv.Close()
 	sc := newTestScraper(t, srv.URL, snapshot.VLLM, 20*time.Second, 32<<20)
-	var before runtime.MemStats
+	var before, mid runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	_, _, err := sc.Scrape(context.Background())
 	wantReason(t, err, ReasonBodyTooLarge)
-	if c := sc.buf.Cap(); c > keepBuffer {
-		t.Errorf("read buffer keeps %d bytes after the refused body", c)
+	runtime.ReadMemStats(&mid)
+	if sc.body != nil {
+		t.Error("the scraper keeps the refused body")
+	}
+	if alloc := mid.TotalAlloc - before.TotalAlloc; alloc > 32<<20+4<<20 {
+		t.Errorf("reading a 100 MB body under a 32 MiB cap allocated %d MiB, want at most the cap + 4 MiB", alloc>>20)
+	}
+	_, _, err = sc.Scrape(context.Background())
+	wantReason(t, err, ReasonBodyTooLarge)
+	if !strings.Contains(err.Error(), "announced") {
+		t.Errorf("an announced 100 MB body: %v, want refused on its Content-Length", err)
+	}
+	var after2 runtime.MemStats
+	runtime.ReadMemStats(&after2)
+	if alloc := after2.TotalAlloc - mid.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("refusing an announced 100 MB body allocated %d MiB", alloc>>20)
 	}
 	if _, _, err := sc.Scrape(context.Background()); err != nil {
 		t.Fatal(err)
@@ -170,6 +198,38 @@ func BenchmarkParseShiftingBounds(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if _, err := p.Parse(bodies[i%2], "", time.Unix(int64(i), 0)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A model name and a finish reason of 256 KiB are shortened
+// (snapshot.CapLabelValue) and the series counted, on every parse; a name
+// at the cap is kept whole.
+func TestLongLabelValuesAreShortened(t *testing.T) {
+	p, err := NewParser(snapshot.VLLM, ParseOptions{ModelLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, reason, fits := strings.Repeat("m", 256<<10), strings.Repeat("r", 256<<10), strings.Repeat("f", 512)
+	body := []byte(fmt.Sprintf("vllm:num_requests_running{model_name=%q} 3\n"+
+		"vllm:request_success_total{finished_reason=%q,model_name=%q} 7\n"+
+		"vllm:num_requests_running{model_name=%q} 1\n", long, reason, fits, fits))
+	shortModel, _ := snapshot.CapLabelValue(long)
+	shortReason, _ := snapshot.CapLabelValue(reason)
+	for range 2 {
+		snap, err := p.Parse(body, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := snap.Model(shortModel); m == nil || m.Gauges[snapshot.Running].V != 3 {
+			t.Errorf("the long model is not under its shortened name: %v", m)
+		}
+		m := snap.Model(fits)
+		if m == nil || m.Finished[shortReason] != 7 || m.Gauges[snapshot.Running].V != 1 {
+			t.Errorf("the 512-byte model with its long reason: %+v", m)
+		}
+		if snap.Shortened != 2 || snap.ShortenedValue != shortModel {
+			t.Errorf("shortened %d, first %q…; want 2, the model", snap.Shortened, snap.ShortenedValue[:10])
 		}
 	}
 }

@@ -80,6 +80,8 @@ type Parser struct {
 	procSeen       bool
 	dupes          int
 	dupeSeries     string
+	shortened      int    // series whose model or reason was shortened
+	shortValue     string // the first such value, shortened
 	errs           []error
 }
 
@@ -90,7 +92,8 @@ type slot struct {
 	model  *modelAcc
 	bucket int // index into the histogram accumulator, -1 for +Inf
 	reason string
-	proc   bool // process_start_time_seconds
+	proc   bool   // process_start_time_seconds
+	cut    string // a model or reason value shortened (CapLabelValue), as shortened
 	over   string
 	canon  string // the series' sorted labels, its key in Parser.canon
 	err    error  // the series is unusable; reported on every parse
@@ -283,6 +286,7 @@ func (p *Parser) begin() {
 	p.seen, p.dropped, p.droppedModel = 0, 0, ""
 	p.procStart, p.procSeen = 0, false
 	p.dupes, p.dupeSeries = 0, ""
+	p.shortened, p.shortValue = 0, ""
 	p.errs = nil
 }
 
@@ -328,6 +332,11 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	if model == "" {
 		model = p.opts.DefaultModel
 	}
+	// Every series of the model carries its name: a hostile engine's
+	// 256 KiB names would make /metrics a thousand times larger.
+	if short, cut := snapshot.CapLabelValue(model); cut {
+		model, s.cut = short, short
+	}
 	for _, k := range p.tab.reasonLabels {
 		if s.reason = p.lbls.Get(k); s.reason != "" {
 			break
@@ -349,6 +358,12 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 		}
 		if s.reason == "" {
 			s.reason = "unknown"
+		}
+	}
+	if short, cut := snapshot.CapLabelValue(s.reason); cut {
+		s.reason = short
+		if s.cut == "" {
+			s.cut = short
 		}
 	}
 	acc := p.models[model]
@@ -406,6 +421,12 @@ func (p *Parser) apply(s *slot, v float64, series []byte) {
 	}
 	s.gen = p.gen
 	p.seen++
+	if s.cut != "" {
+		p.shortened++
+		if p.shortValue == "" {
+			p.shortValue = s.cut
+		}
+	}
 	switch {
 	case s.err != nil:
 		p.errs = append(p.errs, s.err)
@@ -448,6 +469,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 	}
 	snap.Errors = p.errs
 	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
+	snap.Shortened, snap.ShortenedValue = p.shortened, p.shortValue
 	p.sweep()
 	p.sweepComments()
 	return snap

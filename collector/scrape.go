@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +59,9 @@ type ScraperConfig struct {
 	Parse   ParseOptions
 	// Transport is shared between targets; nil uses a default one.
 	Transport http.RoundTripper
+	// Budget bounds the bodies held at once, shared between targets; nil
+	// gives the scraper one of its own, large enough for one body.
+	Budget *fetch.Budget
 }
 
 // Scraper fetches and parses one target. It is not safe for concurrent
@@ -68,9 +70,11 @@ type Scraper struct {
 	cfg    ScraperConfig
 	client *http.Client
 	parser *Parser
-	buf    bytes.Buffer
-	// usual is the size of the last body parsed successfully: a buffer
-	// grown far beyond it (by one oversized answer) is released.
+	// body is the body being parsed, held only for the scrape: the budget
+	// gets it back, and nothing of it is kept, when the scrape ends.
+	body *fetch.Body
+	// usual is the size of the last body parsed successfully: the next
+	// read of unknown length starts with room for it.
 	usual int
 	prev  *snapshot.Snapshot
 	cont  Continuity
@@ -89,6 +93,9 @@ func NewScraper(cfg ScraperConfig) (*Scraper, error) {
 	client, err := fetch.NewClient(cfg.URL, cfg.Transport)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Name, err)
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = fetch.NewBudget(2*cfg.MaxBody + 1<<20)
 	}
 	s := &Scraper{cfg: cfg, client: client}
 	if cfg.Engine != "" {
@@ -124,14 +131,14 @@ type Result struct {
 // Scrape fetches the target once and returns its snapshot.
 func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error) {
 	var res Result
-	defer s.trimBuffer()
+	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ct, header, err := s.fetch(ctx)
 	if err != nil {
 		return nil, res, err
 	}
-	body := s.buf.Bytes()
+	body := s.body.Bytes()
 	res.Bytes = len(body)
 	if s.parser == nil {
 		e, ok := Detect(body)
@@ -185,16 +192,12 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 	return snap, res, nil
 }
 
-// keepBuffer is the read buffer capacity always kept.
-const keepBuffer = 1 << 20
-
-// trimBuffer drops a read buffer that one large answer grew far beyond
-// the target's usual body, so that its high-water mark is not kept for
-// good (a refused 100 MB body would otherwise pin 32 MiB per target).
-func (s *Scraper) trimBuffer() {
-	if c := s.buf.Cap(); c > keepBuffer && c > 4*s.usual {
-		s.buf = bytes.Buffer{}
-	}
+// release gives the body back to the budget when the scrape ends: no
+// read buffer outlives its scrape, so a target keeps no high-water mark
+// of a large answer (a refused 100 MB body once pinned 32 MiB per target).
+func (s *Scraper) release() {
+	s.body.Release()
+	s.body = nil
 }
 
 // redetect handles a detected engine that yields nothing: when the body now
@@ -246,10 +249,12 @@ func (s *Scraper) fetch(ctx context.Context) (string, http.Header, error) {
 		}
 		return "", nil, &ScrapeError{ReasonHTTPStatus, errors.New(msg)}
 	}
-	_, err = fetch.ReadBody(resp.Body, s.cfg.MaxBody, &s.buf)
+	s.body, err = s.cfg.Budget.Read(ctx, resp.Body, resp.ContentLength, s.cfg.MaxBody, int64(s.usual))
 	switch {
 	case errors.Is(err, fetch.ErrBodyTooLarge):
-		return "", nil, &ScrapeError{ReasonBodyTooLarge, fmt.Errorf("body larger than the %d-byte cap (max_body_size)", s.cfg.MaxBody)}
+		return "", nil, &ScrapeError{ReasonBodyTooLarge, fmt.Errorf("%w (max_body_size)", err)}
+	case errors.Is(err, fetch.ErrBudget):
+		return "", nil, &ScrapeError{ReasonBodyTooLarge, fmt.Errorf("body too large for now: %w (the bodies in flight over all targets, --collect.body-budget)", err)}
 	case err != nil:
 		return "", nil, classify(ctx, fmt.Errorf("reading body: %w", err))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // SLO is one named service-level objective as written in the file.
@@ -128,6 +129,9 @@ func (c *Config) compileSLOs(loc locator, add func(int, string, string, ...any))
 	for i, s := range c.SLOs {
 		if j, dup := seen[s.Name]; dup && s.Name != "" {
 			add(loc.line("slos", i, "name"), fmt.Sprintf("slos[%d].name", i), "%q is already used by slos[%d]", s.Name, j)
+		}
+		if n := len(s.Name); n > snapshot.MaxLabelValue {
+			add(loc.line("slos", i, "name"), fmt.Sprintf("slos[%d].name", i), "is %d bytes, longer than the %d-byte cap on label values", n, snapshot.MaxLabelValue)
 		}
 		seen[s.Name] = i
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // Engines a target may name.
@@ -46,6 +48,12 @@ func (c *Config) validate(loc locator) Errors {
 			}
 			seen[t.Name] = i
 		}
+		if n := len(t.Name); n > snapshot.MaxLabelValue {
+			add(at("name"), p+".name", "is %d bytes, longer than the %d-byte cap on label values", n, snapshot.MaxLabelValue)
+		}
+		if n := len(t.Model); n > snapshot.MaxLabelValue {
+			add(at("model"), p+".model", "is %d bytes, longer than the %d-byte cap on label values", n, snapshot.MaxLabelValue)
+		}
 		if err := checkURL(t.URL); err != nil {
 			add(at("url"), p+".url", "%v", err)
 		}
@@ -67,6 +75,8 @@ func (c *Config) validate(loc locator) Errors {
 				add(loc.line("targets", i, "labels", k), p+".labels", "%q is not a valid label name", k)
 			case slices.Contains(ReservedLabels, k) || len(k) > 1 && k[:2] == "__":
 				add(loc.line("targets", i, "labels", k), p+".labels", "%q is set by the exporter or by Prometheus and cannot be a static label", k)
+			case len(t.Labels[k]) > snapshot.MaxLabelValue:
+				add(loc.line("targets", i, "labels", k), p+".labels", "the value of %q is %d bytes, longer than the %d-byte cap on label values", k, len(t.Labels[k]), snapshot.MaxLabelValue)
 			}
 		}
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	// simulated engine's failure lever, served by POST /-/lever. Only the
 	// demo sets it; a daemon serving real engines has no such endpoint.
 	Levers LeverSwitch
+	// BodyBudget bounds the bytes of engine bodies held at once over every
+	// target (fetch.Budget); 0 is fetch.DefaultBudget.
+	BodyBudget int64
 }
 
 // Exporter owns the targets and the rendered exposition.
@@ -56,6 +59,7 @@ type Exporter struct {
 	opts      Options
 	logger    *slog.Logger
 	transport *http.Transport
+	budget    *fetch.Budget // the engines' bodies in flight
 
 	reloadMu sync.Mutex // one ApplyConfig at a time
 	mu       sync.Mutex // guards cfg, targets, ctx and warned; never held across a scan or a wait
@@ -84,10 +88,14 @@ func New(opts Options) *Exporter {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.BodyBudget <= 0 {
+		opts.BodyBudget = fetch.DefaultBudget
+	}
 	e := &Exporter{
 		opts:      opts,
 		logger:    opts.Logger,
 		transport: fetch.NewTransport(nil), // the engines and dcgm-exporter share one policy
+		budget:    fetch.NewBudget(opts.BodyBudget),
 		targets:   map[string]*target{},
 		reg:       prometheus.NewRegistry(),
 	}

@@ -1,6 +1,9 @@
 package exporter
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -71,4 +74,57 @@ func TestHostileModelNamesAreEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	promtool.CheckMetrics(t, raw)
+}
+
+// Ten models whose 256 KiB names differ only in their last three bytes
+// (2.5 MiB of names in one body): each is exported under its first 493
+// bytes, "…" and 16 hex digits of its SHA-256, twenty distinct models with
+// their own values; /metrics stays small, and the shortened series are
+// counted.
+func TestLongModelNamesAreShortened(t *testing.T) {
+	const models = 10
+	var body strings.Builder
+	body.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	names := make([]string, models)
+	for i := range names {
+		names[i] = strings.Repeat("x", 256<<10-3) + fmt.Sprintf("%03d", i)
+		fmt.Fprintf(&body, "vllm:num_requests_running{model_name=%q} %d\n", names[i], i)
+	}
+	srv := serveBody(t, []byte(body.String()))
+	hs := startExporter(t, 100*time.Millisecond, 8*time.Second, config.Target{Name: "long", URL: srv.URL, Engine: "vllm"})
+	mfs := hs.waitFor("up", func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "llm_up", map[string]string{"target": "long"}) == 1
+	})
+	for i, n := range names {
+		sum := sha256.Sum256([]byte(n))
+		want := strings.Repeat("x", 493) + "…" + hex.EncodeToString(sum[:8])
+		if v := value(mfs, "llm_requests_running", map[string]string{"model": want}); v != float64(i) {
+			t.Errorf("model %d: llm_requests_running{model=<493 x>…%x} = %v, want %d", i, sum[:8], v, i)
+		}
+	}
+	for _, m := range mfs["llm_requests_running"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if len(l.GetValue()) > 512 {
+				t.Errorf("label %s of %d bytes exported", l.GetName(), len(l.GetValue()))
+			}
+		}
+	}
+	if v := value(mfs, "goodput_exporter_target_shortened_label_values_total", map[string]string{"target": "long"}); v < models {
+		t.Errorf("shortened series counted %v, want at least %d (one scrape)", v, models)
+	}
+	resp, err := http.Get(hs.web.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// Every series of a model carries its name: the exposition is tens of
+	// KB with the cap, and megabytes without.
+	if len(raw) > 1<<20 {
+		t.Errorf("/metrics is %d bytes with %d long model names", len(raw), models)
+	}
+	promtool.CheckMetrics(t, raw)
+	if !strings.Contains(hs.log.String(), "label values longer than the cap") {
+		t.Errorf("no log line about the shortened values:\n%s", hs.log.String())
+	}
 }

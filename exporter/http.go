@@ -18,10 +18,10 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 			http.Error(w, "Lifecycle API is not enabled.", http.StatusForbidden)
 			return
 		}
-		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		if why := crossOrigin(r); why != "" {
 			// A browser page elsewhere posting a simple request: CORS does
 			// not stop a text/plain POST from being sent, so refuse it here.
-			http.Error(w, "cross-site reload refused", http.StatusForbidden)
+			http.Error(w, "cross-site reload refused: "+why, http.StatusForbidden)
 			return
 		}
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {

@@ -195,8 +195,24 @@ func TestReloadEndpointNeedsLifecycle(t *testing.T) {
 				t.Errorf("lifecycle off: the configuration was loaded %d times", n)
 			}
 		} else {
-			if code, _ := do(http.MethodPost, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); code != http.StatusForbidden {
-				t.Errorf("cross-site POST: %d, want 403", code)
+			// What a page elsewhere gets a browser to send: Origin alone is
+			// what a browser sends to a plain-HTTP, non-localhost address.
+			otherPort := strings.Replace(web.URL, web.Listener.Addr().String(), "127.0.0.1:1", 1)
+			for _, h := range []map[string]string{
+				{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+				{"Origin": "https://evil.example"},
+				{"Origin": "http://evil.example"},
+				{"Referer": "http://evil.example/page.html"},
+				{"Origin": "null"},
+				{"Origin": otherPort},
+				{"Sec-Fetch-Site": "same-origin", "Origin": "http://evil.example"},
+				{"Sec-Fetch-Site": "cross-site"},
+				{"Sec-Fetch-Site": "same-site", "Origin": web.URL},
+				{"Origin": web.URL, "Referer": "http://evil.example/"},
+			} {
+				if code, body := do(http.MethodPost, h); code != http.StatusForbidden || !strings.Contains(body, "cross-site reload refused") {
+					t.Errorf("cross-site POST %v: %d %q, want 403", h, code, body)
+				}
 			}
 			if code, _ := do(http.MethodGet, nil); code != http.StatusMethodNotAllowed {
 				t.Errorf("GET: %d, want 405", code)
@@ -209,11 +225,50 @@ func TestReloadEndpointNeedsLifecycle(t *testing.T) {
 					t.Errorf("lifecycle on, %s: %d %q", m, code, body)
 				}
 			}
-			if n := loads.Load(); n != 2 {
-				t.Errorf("POST and PUT loaded the configuration %d times, want 2", n)
+			// The daemon's own page, and a browser's same-origin request.
+			for _, h := range []map[string]string{
+				{"Origin": web.URL},
+				{"Referer": web.URL + "/"},
+				{"Origin": strings.ToUpper(web.URL), "Referer": web.URL + "/?x=1", "Sec-Fetch-Site": "same-origin"},
+			} {
+				if code, body := do(http.MethodPost, h); code != http.StatusOK {
+					t.Errorf("same-origin POST %v: %d %q, want 200", h, code, body)
+				}
+			}
+			if n := loads.Load(); n != 5 {
+				t.Errorf("POST and PUT loaded the configuration %d times, want 5", n)
 			}
 		}
 		cancel()
 		ex.Wait()
+	}
+}
+
+// The host comparison behind the reload's refusal: default ports, case,
+// IPv6 brackets, and what is never an origin.
+func TestSameHost(t *testing.T) {
+	for _, c := range []struct {
+		v, host string
+		want    bool
+	}{
+		{"http://node-1:9400", "node-1:9400", true},
+		{"http://NODE-1:9400", "node-1:9400", true},
+		{"http://node-1", "node-1:80", true},
+		{"https://node-1", "node-1:443", true},
+		{"https://node-1", "node-1", true},
+		{"http://[::1]:9400", "[::1]:9400", true},
+		{"http://node-1:9400/x?y", "node-1:9400", true},
+		{"http://node-1:9401", "node-1:9400", false},
+		{"http://node-1", "node-1:9400", false},
+		{"http://node-10:9400", "node-1:9400", false},
+		{"null", "node-1:9400", false},
+		{"file:///etc/passwd", "node-1:9400", false},
+		{"node-1:9400", "node-1:9400", false},
+		{"", "node-1:9400", false},
+	} {
+		r := &http.Request{Host: c.host}
+		if got := sameHost(c.v, r); got != c.want {
+			t.Errorf("sameHost(%q, Host %q) = %v, want %v", c.v, c.host, got, c.want)
+		}
 	}
 }

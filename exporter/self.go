@@ -26,6 +26,7 @@ type selfMetrics struct {
 	bodyBytes       *prometheus.Desc
 	discontinuities *prometheus.Desc
 	duplicates      *prometheus.Desc
+	shortened       *prometheus.Desc
 
 	mu      sync.Mutex
 	targets map[string]*targetCounters
@@ -45,6 +46,7 @@ type targetCounters struct {
 	disc        []float64          // by goodput.DiscontinuityKinds
 	otherDisc   map[string]float64
 	dupes       float64
+	shortened   float64
 }
 
 func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
@@ -79,6 +81,9 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			[]string{"target", "reason"}, nil),
 		duplicates: prometheus.NewDesc("goodput_exporter_target_duplicate_samples_total",
 			"Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does.",
+			[]string{"target"}, nil),
+		shortened: prometheus.NewDesc("goodput_exporter_target_shortened_label_values_total",
+			"Series of an engine body whose model name or finish reason was longer than 512 bytes and was shortened to its first bytes, an ellipsis and 16 hex digits of its SHA-256; counted on every scrape.",
 			[]string{"target"}, nil),
 		targets: map[string]*targetCounters{},
 	}
@@ -154,6 +159,12 @@ func (c *targetCounters) duplicated(n int) {
 	c.mu.Unlock()
 }
 
+func (c *targetCounters) shortenedValues(n int) {
+	c.mu.Lock()
+	c.shortened += float64(n)
+	c.mu.Unlock()
+}
+
 // emit sends every target's own series to s (the series cache sorts them).
 func (m *selfMetrics) emit(s collector.Sink) {
 	m.mu.Lock()
@@ -179,6 +190,7 @@ func (m *selfMetrics) emit(s collector.Sink) {
 			s.Sample(m.discontinuities, prometheus.CounterValue, v, collector.Labels(name, k))
 		}
 		s.Sample(m.duplicates, prometheus.CounterValue, c.dupes, collector.Labels(name))
+		s.Sample(m.shortened, prometheus.CounterValue, c.shortened, collector.Labels(name))
 		c.mu.Unlock()
 	}
 }

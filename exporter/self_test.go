@@ -25,7 +25,8 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 	body := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodput_exporter_target_body_bytes", Help: "Size of the last (decompressed) /metrics body read from an engine target."}, []string{"target"})
 	disc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_series_discontinuities_total", Help: "Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging), implausible (rose by more than the engine could have in the interval: nothing added)."}, []string{"target", "reason"})
 	dup := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_target_duplicate_samples_total", Help: "Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does."}, []string{"target"})
-	ref.MustRegister(dur, errs, body, disc, dup)
+	short := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodput_exporter_target_shortened_label_values_total", Help: "Series of an engine body whose model name or finish reason was longer than 512 bytes and was shortened to its first bytes, an ellipsis and 16 hex digits of its SHA-256; counted on every scrape."}, []string{"target"})
+	ref.MustRegister(dur, errs, body, disc, dup, short)
 	start := func(name string) *targetCounters {
 		for _, r := range collector.ScrapeReasons {
 			errs.WithLabelValues(name, r)
@@ -34,6 +35,7 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 			disc.WithLabelValues(name, k)
 		}
 		dup.WithLabelValues(name)
+		short.WithLabelValues(name)
 		return m.init(name)
 	}
 	a, b, gone := start("a"), start(`b "quoted"\`), start("gone")
@@ -54,6 +56,8 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 	disc.WithLabelValues("a", goodput.DiscontinuityGlitch).Inc()
 	a.duplicated(2)
 	dup.WithLabelValues("a").Add(2)
+	b.shortenedValues(40)
+	short.WithLabelValues(`b "quoted"\`).Add(40)
 	gone.scraped(1)
 	m.forget("gone")
 	for _, r := range collector.ScrapeReasons {
@@ -63,6 +67,7 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 		disc.DeleteLabelValues("gone", k)
 	}
 	dup.DeleteLabelValues("gone")
+	short.DeleteLabelValues("gone")
 	// A target rebuilt under the same name keeps its counts.
 	if m.init("a") != a {
 		t.Error("init of a known name gave new counters")

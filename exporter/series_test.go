@@ -151,7 +151,7 @@ func TestCachedRenderMatchesRegistry(t *testing.T) {
 		for _, tg := range e.targets {
 			tg.scrape(context.Background())
 			if !tg.snapshotState().up {
-				t.Fatalf("target %s down", tg.cfg.Name)
+				t.Fatalf("target %s down: %s", tg.cfg.Name, tg.snapshotState().lastErr)
 			}
 		}
 	}

@@ -313,8 +313,8 @@ func (e *Exporter) leverHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "use POST to switch a lever", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		http.Error(w, "cross-site lever switch refused", http.StatusForbidden)
+	if why := crossOrigin(r); why != "" {
+		http.Error(w, "cross-site lever switch refused: "+why, http.StatusForbidden)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)

@@ -238,6 +238,14 @@ func TestLeverEndpoint(t *testing.T) {
 	if r := post(form, "cross-site"); r.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-site POST: %s, want 403", r.Status)
 	}
+	evil, _ := http.NewRequest(http.MethodPost, hs.web.URL+"/-/lever", strings.NewReader(form.Encode()))
+	evil.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	evil.Header.Set("Origin", "http://evil.example") // no Sec-Fetch-Site: plain HTTP, not localhost
+	if r, err := noRedirect.Do(evil); err != nil || r.StatusCode != http.StatusForbidden {
+		t.Errorf("POST from another origin: %v %v, want 403", r, err)
+	} else {
+		r.Body.Close()
+	}
 	r := post(form, "same-origin")
 	if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "../" {
 		t.Errorf("POST: %s to %q, want 303 to ../ (the page)", r.Status, r.Header.Get("Location"))

@@ -72,6 +72,7 @@ type targetState struct {
 	familyErrs []string
 	familyKeys []string // which families failed, without their values: what logging compares
 	duplicates bool     // the last body repeated a series
+	shortened  bool     // the last body had label values shortened
 }
 
 func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *Exporter) (*target, error) {
@@ -87,6 +88,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		MaxBody:   int64(tc.MaxBodySize),
 		Parse:     collector.ParseOptions{DefaultModel: tc.Model, ModelLimit: tc.ModelLimit},
 		Transport: e.transport,
+		Budget:    e.budget,
 	})
 	if err != nil {
 		return nil, err
@@ -306,6 +308,14 @@ func (t *target) scrape(ctx context.Context) {
 			}
 		}
 		st.duplicates = snap.Duplicates > 0
+		if snap.Shortened > 0 {
+			t.ctr.shortenedValues(snap.Shortened)
+			if !prev.shortened {
+				t.logger.Warn("the engine's body has label values longer than the cap; they are shortened",
+					"cap_bytes", snapshot.MaxLabelValue, "series", snap.Shortened, "first", snap.ShortenedValue[:min(len(snap.ShortenedValue), 80)]+"…")
+			}
+		}
+		st.shortened = snap.Shortened > 0
 		t.diagnose(start, snap)
 		t.hist.record(start, snap, t.tracker)
 	}

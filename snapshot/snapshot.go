@@ -178,6 +178,11 @@ type Snapshot struct {
 	// DuplicateSeries is the first such series, as the engine wrote it.
 	Duplicates      int
 	DuplicateSeries string
+	// Shortened counts the series whose model name or finish reason was
+	// longer than MaxLabelValue and was shortened (CapLabelValue);
+	// ShortenedValue is the first such value, as shortened.
+	Shortened      int
+	ShortenedValue string
 	// Errors are per-family problems (a histogram cut short, a bucket out
 	// of order). The family is left out; the rest of the snapshot stands.
 	Errors []error

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/internal/memlimit"
 )
 
 type serveCmd struct {
@@ -29,6 +30,9 @@ type serveCmd struct {
 	MaxReqRate    float64       `name:"collect.max-request-rate" default:"10000" help:"Requests per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
 	MaxTokenRate  float64       `name:"collect.max-token-rate" default:"2000000" help:"Tokens per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
+	MemoryLimit   string        `name:"runtime.memory-limit" env:"GOODPUT_EXPORTER_MEMORY_LIMIT" placeholder:"SIZE" help:"The container's memory limit, to size the Go runtime's soft limit from (the Helm chart passes resources.limits.memory). Default: the cgroup's (v2 memory.max, v1 memory.limit_in_bytes). GOMEMLIMIT, when set, wins over both."`
+	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.9" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
+	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
 
@@ -55,6 +59,19 @@ func (s *serveCmd) Validate() error {
 	}
 	if err := s.Kubernetes.validate(); err != nil {
 		return err
+	}
+	if s.MemoryRatio < 0 || s.MemoryRatio > 1 {
+		return fmt.Errorf("--runtime.memory-limit-ratio %v must be in (0, 1]", s.MemoryRatio)
+	}
+	if s.MemoryLimit != "" {
+		if _, err := config.ParseByteSize(s.MemoryLimit); err != nil {
+			return fmt.Errorf("--runtime.memory-limit: %w", err)
+		}
+	}
+	if s.BodyBudget != "" {
+		if _, err := config.ParseByteSize(s.BodyBudget); err != nil {
+			return fmt.Errorf("--collect.body-budget: %w", err)
+		}
 	}
 	_, err := parseTargetFlags(s.Targets)
 	return err
@@ -109,6 +126,7 @@ func (s *serveCmd) loader() exporter.Loader {
 }
 
 func (s *serveCmd) Run(e *env) error {
+	s.setMemoryLimit(e)
 	if s.WebConfigFile != "" {
 		if err := web.Validate(s.WebConfigFile); err != nil {
 			return fmt.Errorf("--web.config.file: %w", err)
@@ -132,8 +150,9 @@ func (s *serveCmd) Run(e *env) error {
 	if gm != nil {
 		defer gm.Close()
 	}
+	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate; "" (0): the default
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle,
-		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate)})
+		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget)})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
@@ -235,4 +254,26 @@ func offIsNegative(v float64) float64 {
 		return -1
 	}
 	return v
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit under the
+// container's (internal/memlimit), so that garbage is collected before the
+// kernel's OOM killer counts it. A failure to read the cgroup is logged:
+// the daemon runs on, as it did before, without a soft limit.
+func (s *serveCmd) setMemoryLimit(e *env) {
+	var limit int64
+	if s.MemoryLimit != "" {
+		v, _ := config.ParseByteSize(s.MemoryLimit) // checked by Validate
+		limit = int64(v)
+	}
+	ratio := s.MemoryRatio
+	if ratio == 0 {
+		ratio = memlimit.DefaultRatio
+	}
+	set, err := memlimit.Apply(os.Getenv, limit, ratio, os.DirFS("/"))
+	if err != nil {
+		e.logger.Warn("no soft memory limit: the container's limit could not be read", "err", err)
+		return
+	}
+	e.logger.Info(set.String())
 }

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
+)
+
+// chartLimitMiB is the Helm chart's memory limit (values.yaml
+// resources.limits.memory).
+const chartLimitMiB = 192
+
+// TestFleetMemoryUnderTheChartLimit runs the built daemon as the chart
+// runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 90 %)
+// against 200 targets on loopback: 163 ordinary vLLM engines, 7 serving
+// 100 MB bodies (chunked, so each is read to its 32 MiB cap), and 30
+// hostile ones (testbody.Hostile, each kind three times), scraped every
+// 5 s (the chart's interval) for 30 s once all ordinary engines are up,
+// while /metrics is read every 15 s. Its peak resident
+// memory (VmHWM) must stay under the chart's limit, and every ordinary
+// engine must be up at the end.
+//
+// It takes about a minute and loads the machine, so it runs only with
+// GOODPUT_FLEET_MEMORY=1. GOODPUT_FLEET_OTLP=1 adds an OTLP/HTTP sender
+// holding 100 concurrent 4 MiB requests open for 5 s (what the OTLP
+// receiver's in-flight limit is for). GOODPUT_FLEET_SOFT_LIMIT=off runs
+// the daemon without a soft memory limit, for comparison.
+func TestFleetMemoryUnderTheChartLimit(t *testing.T) {
+	if os.Getenv("GOODPUT_FLEET_MEMORY") == "" || testing.Short() {
+		t.Skip("set GOODPUT_FLEET_MEMORY=1 to run (about 40 s, heavy)")
+	}
+	fixture := "llamacpp/server-cuda-2026-lfm2.5-8b.prom"
+	if f := os.Getenv("GOODPUT_FLEET_ORDINARY"); f != "" {
+		fixture = f
+	}
+	medium, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ordinary = 163
+	big, hostileN := 7, 30
+	if os.Getenv("GOODPUT_FLEET_QUIET") != "" {
+		big, hostileN = 0, 0 // the ordinary engines alone: the baseline
+	}
+	// The chart's interval (5 s) and the default timeout (4 s).
+	args := []string{"--collect.interval=5s", "--collect.timeout=4s", "--config.file=testdata/footprint.yml", "--gpu.backend=none"}
+	serve := func(name string, h http.Handler) {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		args = append(args, "--target", name+"="+srv.URL+"/metrics")
+	}
+	for i := range ordinary {
+		serve(fmt.Sprintf("engine-%03d", i), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(medium) }))
+	}
+	chunk := bytes.Repeat([]byte(`vllm:generation_tokens_total{model_name="m"} 1`+"\n"), 1<<14)
+	for i := range big {
+		serve(fmt.Sprintf("big-%d", i), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for written := 0; written < 100e6 && r.Context().Err() == nil; written += len(chunk) {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}))
+	}
+	hostile := testbody.Hostile()
+	if only := os.Getenv("GOODPUT_FLEET_HOSTILE"); only != "" {
+		for name := range hostile { // some kinds only, to see what each costs
+			if !slices.Contains(strings.Split(only, ","), name) {
+				delete(hostile, name)
+			}
+		}
+	}
+	n := 0
+	for n < hostileN {
+		for name, h := range hostile {
+			if n < hostileN {
+				serve(fmt.Sprintf("hostile-%s-%d", name, n), h)
+				n++
+			}
+		}
+	}
+	otlp := os.Getenv("GOODPUT_FLEET_OTLP") != ""
+	var otlpAddr string
+	if otlp {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		otlpAddr = l.Addr().String()
+		l.Close()
+		args = append(args, "--otlp.http.listen-address="+otlpAddr)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	if os.Getenv("GOODPUT_FLEET_SOFT_LIMIT") != "off" {
+		t.Setenv("GOODPUT_EXPORTER_MEMORY_LIMIT", fmt.Sprintf("%dMiB", chartLimitMiB))
+	} else {
+		t.Setenv("GOODPUT_EXPORTER_MEMORY_LIMIT", "")
+	}
+	base, pid := startDaemon(t, args...)
+
+	up := func() int { return len(ordinaryUp.FindAllString(getTB(t, base+"/metrics"), -1)) }
+	for deadline := time.Now().Add(60 * time.Second); up() < ordinary; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of the %d ordinary engines up; their errors:\n%s", up(), ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
+		}
+	}
+	var wg sync.WaitGroup
+	if otlp {
+		for range 100 {
+			wg.Go(func() { holdOTLPRequest(t, "http://"+otlpAddr+"/v1/traces", 4<<20, 5*time.Second) })
+		}
+	}
+	for i := range 30 {
+		time.Sleep(time.Second)
+		if i%15 == 14 { // Prometheus' 15 s
+			resp, err := http.Get(base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	wg.Wait()
+	if got := up(); got < ordinary {
+		t.Errorf("%d of the %d ordinary engines up at the end; their errors:\n%s", got, ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
+	}
+	peak, rss := procStatusMiB(t, pid, "VmHWM"), procStatusMiB(t, pid, "VmRSS")
+	t.Logf("%d ordinary targets (%s), %d with 100 MB bodies, %d hostile, OTLP sender %v: peak RSS %.1f MiB, RSS at the end %.1f MiB", ordinary, fixture, big, hostileN, otlp, peak, rss)
+	if peak >= chartLimitMiB {
+		t.Errorf("peak RSS %.1f MiB, over the chart's %d MiB limit", peak, chartLimitMiB)
+	}
+}
+
+var (
+	ordinaryUp     = regexp.MustCompile(`(?m)^llm_up\{.*target="engine-\d+".*\} 1$`)
+	ordinaryErrors = func(exposition string) string {
+		var out []string
+		for _, l := range strings.Split(exposition, "\n") {
+			if strings.HasPrefix(l, "goodput_exporter_target_scrape_errors_total{") && strings.Contains(l, `target="engine-`) && !strings.HasSuffix(l, " 0") {
+				out = append(out, l)
+			}
+		}
+		if len(out) > 20 {
+			out = append(out[:20], fmt.Sprintf("… %d more", len(out)-20))
+		}
+		return strings.Join(out, "\n")
+	}
+)
+
+// holdOTLPRequest sends an OTLP/HTTP request of size bytes, all but the
+// last byte at once, then holds it open for hold before the last byte.
+func holdOTLPRequest(t *testing.T, url string, size int, hold time.Duration) {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(make([]byte, size-1))
+		time.Sleep(hold)
+		pw.Write([]byte{0})
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, url, pr)
+	req.ContentLength = int64(size)
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if !strings.Contains(err.Error(), "connection reset") {
+			t.Logf("OTLP request: %v", err)
+		}
+		pr.CloseWithError(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
