@@ -22,19 +22,37 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK || m.Hists[snapshot.OutputTokens] != nil
 	j.TokensBounded = m.Hists[snapshot.OutputTokens] != nil && s.perRequest()
 	j.Interval = JointInterval{}
-	// An objective that judged nothing this interval had nothing to fail,
-	// so it is left out of the bounds (the same as p = 1). With none
-	// judging anything there is no outcome at all. An objective whose data
-	// glitched this interval is unknown, not empty: then nothing is judged.
+	// With no objective judging anything there is no outcome at all. An
+	// objective whose data glitched this interval is unknown, not empty:
+	// then nothing is judged. Otherwise the requests are bounded from the
+	// interval's counts (WindowBounds), and the share from them; the share
+	// of the attainments (JointBounds) only where no requests are counted.
 	if !supported || skipped || f.k == 0 {
 		return
 	}
-	b := f.bounds()
 	in := &j.Interval
-	in.OK, in.Attainment = true, b
+	in.OK, in.Attainment = true, f.bounds()
+	b := in.Attainment
 	if j.RequestsSource != "" {
 		in.Requests = tr.requests(j.RequestsSource)
-		in.Good.Requests = b.Scale(in.Requests)
+		win := s.window(in.Requests)
+		in.Good.Requests = WindowBounds(WindowTotals{Good: make([]float64, len(win.Good))}, win)
+		if in.Requests > 0 {
+			b = in.Good.Requests.Scale(1 / in.Requests)
+			in.Attainment = b
+		}
+		j.Window.add(win)
+		lower := j.Window.Requests - j.Window.Failed
+		upper := j.Window.Requests
+		for _, g := range j.Window.Good {
+			upper = min(upper, g)
+		}
+		// Both never decrease: Requests and Good only grow, and lower is
+		// the highest lower bound reached so far. The increase of either
+		// between two readings bounds the window between them (see
+		// Joint.Total).
+		j.Total.Requests.Upper = max(j.Total.Requests.Upper, upper)
+		j.Total.Requests.Lower = max(j.Total.Requests.Lower, lower)
 	}
 	out := &tr.hists[snapshot.OutputTokens]
 	if j.TokensBounded && out.ok {
@@ -47,8 +65,48 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		in.Tokens = tr.tokens.delta
 		in.Good.Tokens = b.Scale(in.Tokens)
 	}
-	j.Total.Requests.add(in.Good.Requests)
 	j.Total.Tokens.add(in.Good.Tokens)
+}
+
+// window returns the last interval's counts for the window bounds, with
+// requests finished in it. An objective that judged nothing had no
+// request to fail and none to pass; a per-token objective enters as its
+// share of the requests (an estimate: a share of tokens does not say which
+// requests failed), and when it judged nothing as passing all of them.
+func (s *SLOState) window(requests float64) WindowTotals {
+	w := WindowTotals{Requests: requests, Good: make([]float64, len(s.Objectives))}
+	for k := range s.Objectives {
+		o := &s.Objectives[k]
+		c := o.Interval
+		if o.perToken() {
+			lo, hi := 1.0, 1.0
+			if c.Judged > 0 {
+				lo = clamp01((c.Good - c.Interpolated) / c.Judged)
+				hi = clamp01((c.Good + c.Interpolated) / c.Judged)
+			}
+			w.Failed += requests * (1 - lo)
+			w.Good[k] = requests * hi
+			continue
+		}
+		w.Failed += c.Judged - c.Good + c.Interpolated
+		w.Good[k] = min(c.Good+c.Interpolated, c.Judged)
+	}
+	// No objective can have passed fewer requests than the joint's lower
+	// bound: where one judged fewer requests than finished (its requests
+	// were judged in an earlier interval), its passes are raised to it.
+	// That only loosens the upper bound, and keeps lower ≤ upper in every
+	// window, the cumulative totals included.
+	if lower := w.Requests - w.Failed; lower > 0 {
+		for k := range w.Good {
+			w.Good[k] = max(w.Good[k], lower)
+		}
+	}
+	return w
+}
+
+// perToken reports whether the objective judges tokens, not requests.
+func (o *ObjectiveState) perToken() bool {
+	return o.Resolution.Supported && o.Objective.Kind != KindError && o.Resolution.Hist == snapshot.ITL
 }
 
 // observe judges the last interval of model m against one objective.
