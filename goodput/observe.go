@@ -24,9 +24,8 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j.Interval = JointInterval{}
 	// With no objective judging anything there is no outcome at all. An
 	// objective whose data glitched this interval is unknown, not empty:
-	// then nothing is judged. Otherwise the requests are bounded from the
-	// interval's counts (WindowBounds), and the share from them; the share
-	// of the attainments (JointBounds) only where no requests are counted.
+	// then nothing is judged. Otherwise the interval's counts go to the
+	// window totals, which alone bound windows (Total.Requests).
 	if !supported || skipped || f.k == 0 {
 		return
 	}
@@ -36,11 +35,16 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	if j.RequestsSource != "" {
 		in.Requests = tr.requests(j.RequestsSource)
 		win := s.window(in.Requests)
-		in.Good.Requests = WindowBounds(WindowTotals{Good: make([]float64, len(win.Good))}, win)
 		if in.Requests > 0 {
-			b = in.Good.Requests.Scale(1 / in.Requests)
+			// One interval is a window too, but a short one, where the
+			// edges weigh most: its view takes the wider of the bounds
+			// from its counts and from its shares, both of which hold
+			// up to the edges.
+			c := WindowBounds(WindowTotals{Good: make([]float64, len(win.Good))}, win).Scale(1 / in.Requests)
+			b = Bounds{min(b.Lower, c.Lower), max(b.Upper, c.Upper)}
 			in.Attainment = b
 		}
+		in.Good.Requests = b.Scale(in.Requests)
 		j.Window.add(win)
 		lower := j.Window.Requests - j.Window.Failed
 		upper := j.Window.Requests

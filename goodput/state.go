@@ -60,17 +60,18 @@ type JointInterval struct {
 	// OK is false when no objective judged anything in the interval;
 	// the other fields are then zero.
 	OK bool
-	// Attainment bounds the share of requests meeting every objective:
-	// Good.Requests over Requests, or where no requests are counted
-	// JointBounds over the objectives that judged something.
+	// Attainment bounds the share of requests meeting every objective in
+	// the interval: the wider of JointBounds over the attainments of the
+	// objectives that judged something and WindowBounds over the
+	// interval's counts (both hold up to the requests in flight at its
+	// edges, which weigh most in one short interval).
 	Attainment Bounds
 	// Requests finished in the interval (see Joint.RequestsSource) and
 	// their generation tokens: with TokensBounded, the tokens of the
 	// requests that finished in the interval (the output-length
 	// histogram's sum); without, the tokens generated in the interval.
 	Requests, Tokens float64
-	// Good is WindowBounds over the interval's counts, and the good
-	// requests' tokens:
+	// Good is Requests times Attainment, and the good requests' tokens:
 	// bounds from the output-length histogram when TokensBounded (see
 	// TokenBounds), else the estimate Tokens times Attainment.
 	Good GoodCounts
