@@ -46,7 +46,7 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 		failed: prometheus.NewDesc("llm_goodput_failed_requests_total",
 			"Summed over the SLO's objectives, the requests that may have failed each (judged − good + interpolated), over the same intervals as llm_goodput_judged_requests_total. A per-token objective (itl, tpot fallback) enters as its share of the requests: an estimate.", []string{"engine", "model", "slo"}, cl),
 		objGood: prometheus.NewDesc("llm_goodput_objective_good_requests_total",
-			"Per objective, the requests that may have met it (good + interpolated, and at least the joint's lower bound of the interval), over the same intervals as llm_goodput_judged_requests_total.", obj, cl),
+			"Per objective, the requests that may have met it (good + interpolated, at most the judged), over the same intervals as llm_goodput_judged_requests_total.", obj, cl),
 		tokBounded: prometheus.NewDesc("llm_goodput_tokens_bounded",
 			"1 when llm_goodput_tokens_total is a true lower and upper bound for this SLO (the engine has the per-request output-length histogram and no objective is judged per token), 0 when it is an estimate.", []string{"engine", "model", "slo"}, cl),
 	}

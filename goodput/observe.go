@@ -52,11 +52,14 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 			upper = min(upper, g)
 		}
 		// Both never decrease: Requests and Good only grow, and lower is
-		// the highest lower bound reached so far. The increase of either
+		// the highest lower bound reached so far, held at most at upper
+		// (it can pass it by the requests TTFT judged before the tracker
+		// started, or has not judged yet). The increase of either
 		// between two readings bounds the window between them (see
 		// Joint.Total).
+		j.lowest = max(j.lowest, lower)
 		j.Total.Requests.Upper = max(j.Total.Requests.Upper, upper)
-		j.Total.Requests.Lower = max(j.Total.Requests.Lower, lower)
+		j.Total.Requests.Lower = max(j.Total.Requests.Lower, min(j.lowest, j.Total.Requests.Upper))
 	}
 	out := &tr.hists[snapshot.OutputTokens]
 	if j.TokensBounded && out.ok {
@@ -94,16 +97,6 @@ func (s *SLOState) window(requests float64) WindowTotals {
 		}
 		w.Failed += c.Judged - c.Good + c.Interpolated
 		w.Good[k] = min(c.Good+c.Interpolated, c.Judged)
-	}
-	// No objective can have passed fewer requests than the joint's lower
-	// bound: where one judged fewer requests than finished (its requests
-	// were judged in an earlier interval), its passes are raised to it.
-	// That only loosens the upper bound, and keeps lower ≤ upper in every
-	// window, the cumulative totals included.
-	if lower := w.Requests - w.Failed; lower > 0 {
-		for k := range w.Good {
-			w.Good[k] = max(w.Good[k], lower)
-		}
 	}
 	return w
 }

@@ -103,7 +103,8 @@ type Joint struct {
 	// Total is cumulative since the tracker started; it never decreases.
 	// Total.Requests are cumulative Fréchet bounds over Window: Upper is
 	// min(Window.Requests, min_k Window.Good[k]) and Lower the highest
-	// Window.Requests − Window.Failed reached so far. The increase of
+	// Window.Requests − Window.Failed reached so far, held at most at
+	// Upper. The increase of
 	// each between two readings bounds the window between them as
 	// WindowBounds does (lower − edge ≤ truth ≤ upper + edge), because
 	// the increase of a minimum of growing counts is at least the minimum
@@ -119,6 +120,8 @@ type Joint struct {
 	// Window holds the cumulative counts that bound the good requests of
 	// any window (WindowBounds between two readings of it).
 	Window WindowTotals
+	// lowest is the highest Window.Requests − Window.Failed so far.
+	lowest float64
 	// Interval is the last interval's outcome, for a live view.
 	Interval JointInterval
 }

@@ -14,7 +14,7 @@ type WindowTotals struct {
 	// lower bound whatever the correlation between objectives.
 	Failed float64
 	// Good is, per objective in the SLO's order, the requests that may
-	// have met it: good + interpolated.
+	// have met it: good + interpolated (at most the judged).
 	Good []float64
 }
 
