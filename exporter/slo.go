@@ -19,7 +19,7 @@ import (
 type sloDescs struct {
 	supported, requests, good, interpolated, aborted *prometheus.Desc
 	goodReq, goodTok, tokBounded                     *prometheus.Desc
-	judged, failed, objGood                          *prometheus.Desc
+	judged, failed, objGood, objJudged               *prometheus.Desc
 }
 
 func newSLODescs(cl prometheus.Labels) *sloDescs {
@@ -42,11 +42,13 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 		goodTok: prometheus.NewDesc("llm_goodput_tokens_total",
 			"Generation tokens of the requests that met every objective of the SLO. Where the engine publishes the per-request output-length histogram (llm_request_generation_tokens) and every objective judges requests, true bounds, counted when the requests finish: the failing requests are given the longest (lower) and shortest (upper) outputs its buckets and sum allow. Otherwise (llm_goodput_tokens_bounded 0) an estimate: generation tokens of each interval times the joint attainment bound, which overstates the lower bound when failing requests are longer than passing ones. bound=\"exact\" and \"sampled\": the tokens of the requests judged good from their OTLP trace spans.", bound, cl),
 		judged: prometheus.NewDesc("llm_goodput_judged_requests_total",
-			"Finished requests judged against every objective of the SLO (the joint's requests: e2e observations, else finish reasons), over the scrape intervals in which no objective's data glitched. The window bounds: lower = increase(this) − increase(llm_goodput_failed_requests_total), upper = min(increase(this), min over objectives of increase(llm_goodput_objective_good_requests_total)); the window's good requests lie in [lower − edge, upper + edge], edge the requests in flight at its two ends.", []string{"engine", "model", "slo"}, cl),
+			"Finished requests judged against every objective of the SLO (the joint's requests: e2e observations, else finish reasons), over the scrape intervals in which no objective's data glitched. The window bounds: lower = increase(this) − increase(llm_goodput_failed_requests_total) − Σ over objectives of max(0, increase(this) − increase(llm_goodput_objective_judged_requests_total)), upper = min(increase(this), min over objectives of increase(llm_goodput_objective_good_requests_total)); the window's good requests lie in [lower − edge, upper + edge], edge the requests in flight at its two ends.", []string{"engine", "model", "slo"}, cl),
 		failed: prometheus.NewDesc("llm_goodput_failed_requests_total",
 			"Summed over the SLO's objectives, the requests that may have failed each (judged − good + interpolated), over the same intervals as llm_goodput_judged_requests_total. A per-token objective (itl, tpot fallback) enters as its share of the requests: an estimate.", []string{"engine", "model", "slo"}, cl),
 		objGood: prometheus.NewDesc("llm_goodput_objective_good_requests_total",
 			"Per objective, the requests that may have met it (good + interpolated, at most the judged), over the same intervals as llm_goodput_judged_requests_total.", obj, cl),
+		objJudged: prometheus.NewDesc("llm_goodput_objective_judged_requests_total",
+			"Per objective, the requests it judged, over the same intervals as llm_goodput_judged_requests_total (the finished requests for error and per-token objectives). Finished requests it did not judge (TTFT of a request that never got a first token) may have failed it.", obj, cl),
 		tokBounded: prometheus.NewDesc("llm_goodput_tokens_bounded",
 			"1 when llm_goodput_tokens_total is a true lower and upper bound for this SLO (the engine has the per-request output-length histogram and no objective is judged per token), 0 when it is an estimate.", []string{"engine", "model", "slo"}, cl),
 	}
@@ -98,6 +100,11 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 						g = j.Window.Good[k]
 					}
 					cm(d.objGood, prometheus.CounterValue, g, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
+					n := 0.0
+					if k < len(j.Window.Judged) {
+						n = j.Window.Judged[k]
+					}
+					cm(d.objJudged, prometheus.CounterValue, n, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
 				}
 			}
 			if j.TokensSupported {

@@ -40,13 +40,13 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 			// edges weigh most: its view takes the wider of the bounds
 			// from its counts and from its shares, both of which hold
 			// up to the edges.
-			c := WindowBounds(WindowTotals{Good: make([]float64, len(win.Good))}, win).Scale(1 / in.Requests)
+			c := WindowBounds(WindowTotals{}, win).Scale(1 / in.Requests)
 			b = Bounds{min(b.Lower, c.Lower), max(b.Upper, c.Upper)}
 			in.Attainment = b
 		}
 		in.Good.Requests = b.Scale(in.Requests)
 		j.Window.add(win)
-		lower := j.Window.Requests - j.Window.Failed
+		lower := j.Window.Requests - j.Window.Failed - unjudged(j.Window)
 		upper := j.Window.Requests
 		for _, g := range j.Window.Good {
 			upper = min(upper, g)
@@ -81,7 +81,7 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 // share of the requests (an estimate: a share of tokens does not say which
 // requests failed), and when it judged nothing as passing all of them.
 func (s *SLOState) window(requests float64) WindowTotals {
-	w := WindowTotals{Requests: requests, Good: make([]float64, len(s.Objectives))}
+	w := WindowTotals{Requests: requests, Good: make([]float64, len(s.Objectives)), Judged: make([]float64, len(s.Objectives))}
 	for k := range s.Objectives {
 		o := &s.Objectives[k]
 		c := o.Interval
@@ -92,11 +92,11 @@ func (s *SLOState) window(requests float64) WindowTotals {
 				hi = clamp01((c.Good + c.Interpolated) / c.Judged)
 			}
 			w.Failed += requests * (1 - lo)
-			w.Good[k] = requests * hi
+			w.Good[k], w.Judged[k] = requests*hi, requests
 			continue
 		}
 		w.Failed += c.Judged - c.Good + c.Interpolated
-		w.Good[k] = min(c.Good+c.Interpolated, c.Judged)
+		w.Good[k], w.Judged[k] = min(c.Good+c.Interpolated, c.Judged), c.Judged
 	}
 	return w
 }
@@ -169,4 +169,14 @@ func withinJudged(c Counts) Counts {
 	c.Good = min(max(c.Good, 0), c.Judged)
 	c.Interpolated = min(max(c.Interpolated, 0), c.Judged)
 	return c
+}
+
+// unjudged is, summed over objectives, the finished requests an objective
+// did not judge, where positive.
+func unjudged(w WindowTotals) float64 {
+	n := 0.0
+	for _, j := range w.Judged {
+		n += max(0, w.Requests-j)
+	}
+	return n
 }

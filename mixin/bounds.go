@@ -13,7 +13,7 @@ func inFlightEdges(w string) string { return "target_model:llm_requests_in_fligh
 // every objective of an SLO among those that finished in the window,
 // drawn from the window's totals (goodput.WindowBounds, docs/accuracy.md):
 //
-//	lower = Δjudged − Δfailed
+//	lower = Δjudged − Δfailed − Σ_k max(0, Δjudged − Δobjective_judged_k)
 //	upper = min(Δjudged, min over objectives of Δobjective_good)
 //
 // and the requests in flight at the window's two ends, the edge by which
@@ -27,7 +27,11 @@ func (c Config) windowBounds() Group {
 		judged := fmt.Sprintf("sum by (%s) (increase(%s[%s]))", slo, c.sel("llm_goodput_judged_requests_total"), w)
 		failed := fmt.Sprintf("sum by (%s) (increase(%s[%s]))", slo, c.sel("llm_goodput_failed_requests_total"), w)
 		good := fmt.Sprintf("min by (%s) (increase(%s[%s]))", slo, c.sel("llm_goodput_objective_good_requests_total"), w)
-		lower := rec(boundRequests(w), fmt.Sprintf("clamp_min(\n  %s\n    - on (%s)\n  %s,\n  0\n)", judged, slo, failed))
+		objJudged := fmt.Sprintf("increase(%s[%s])", c.sel("llm_goodput_objective_judged_requests_total"), w)
+		// Finished requests an objective did not judge may have failed
+		// it (TTFT of a request that never got a first token).
+		unjudged := fmt.Sprintf("sum by (%s) (\n    clamp_min(\n      %s\n        - on (%s) group_right ()\n      %s,\n      0\n    )\n  )", slo, judged, slo, objJudged)
+		lower := rec(boundRequests(w), fmt.Sprintf("clamp_min(\n  %s\n    - on (%s)\n  %s\n    - on (%s)\n  %s,\n  0\n)", judged, slo, failed, slo, unjudged))
 		lower.Labels = map[string]string{"bound": "lower"}
 		// The least objective, unless more than finished: then finished.
 		upper := rec(boundRequests(w), fmt.Sprintf("(\n  %s\n    < on (%s)\n  %s\n)\nor on (%s)\n  %s", good, slo, judged, slo, judged))
