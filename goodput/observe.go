@@ -30,20 +30,24 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		return
 	}
 	in := &j.Interval
-	in.OK, in.Attainment = true, f.bounds()
-	b := in.Attainment
+	// One interval is a short window in which the requests in flight at
+	// its edges weigh most: its view (and the token bounds drawn from it)
+	// takes the Fréchet bounds of the objectives' shares, each widened by
+	// its interpolated requests. Windows are bounded from the totals.
+	var lo, hi frechet
+	for i := range s.Objectives {
+		c := s.Objectives[i].Interval
+		if c.Judged > 0 {
+			lo.add((c.Good - c.Interpolated) / c.Judged)
+			hi.add((c.Good + c.Interpolated) / c.Judged)
+		}
+	}
+	b := Bounds{Lower: lo.bounds().Lower, Upper: hi.bounds().Upper}
+	b.Lower = min(b.Lower, b.Upper)
+	in.OK, in.Attainment = true, b
 	if j.RequestsSource != "" {
 		in.Requests = tr.requests(j.RequestsSource)
 		win := s.window(in.Requests)
-		if in.Requests > 0 {
-			// One interval is a window too, but a short one, where the
-			// edges weigh most: its view takes the wider of the bounds
-			// from its counts and from its shares, both of which hold
-			// up to the edges.
-			c := WindowBounds(WindowTotals{}, win).Scale(1 / in.Requests)
-			b = Bounds{min(b.Lower, c.Lower), max(b.Upper, c.Upper)}
-			in.Attainment = b
-		}
 		in.Good.Requests = b.Scale(in.Requests)
 		j.Window.add(win)
 		lower := j.Window.Requests - j.Window.Failed - unjudged(j.Window)

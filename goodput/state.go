@@ -61,10 +61,10 @@ type JointInterval struct {
 	// the other fields are then zero.
 	OK bool
 	// Attainment bounds the share of requests meeting every objective in
-	// the interval: the wider of JointBounds over the attainments of the
-	// objectives that judged something and WindowBounds over the
-	// interval's counts (both hold up to the requests in flight at its
-	// edges, which weigh most in one short interval).
+	// the interval: JointBounds over the attainments of the objectives
+	// that judged something, each widened by its interpolated requests.
+	// Like any window's bounds they hold up to the requests in flight at
+	// the interval's edges, which weigh most in one short interval.
 	Attainment Bounds
 	// Requests finished in the interval (see Joint.RequestsSource) and
 	// their generation tokens: with TokensBounded, the tokens of the
