@@ -272,12 +272,11 @@ func runStep(cfg sim.Config, rate float64, o Options) (Step, error) {
 // daemon's counters do.
 type live struct {
 	state *goodput.SLOState // the latest; its objectives' totals cover the step
-	// Sums over the intervals: finished requests, good request and token
-	// bounds, and the former token formula.
-	requests         float64
-	goodReq, goodTok goodput.Bounds
-	naiveTok         goodput.Bounds
-	bounded          bool // every interval with an outcome had token bounds
+	// Sums over the intervals: good token bounds, and the former token
+	// formula.
+	goodTok  goodput.Bounds
+	naiveTok goodput.Bounds
+	bounded  bool // every interval with an outcome had token bounds
 }
 
 func (l *live) add(s *goodput.SLOState, generated float64) {
@@ -286,9 +285,6 @@ func (l *live) add(s *goodput.SLOState, generated float64) {
 	if !in.OK {
 		return
 	}
-	l.requests += in.Requests
-	l.goodReq.Lower += in.Good.Requests.Lower
-	l.goodReq.Upper += in.Good.Requests.Upper
 	l.goodTok.Lower += in.Good.Tokens.Lower
 	l.goodTok.Upper += in.Good.Tokens.Upper
 	n := in.Attainment.Scale(generated)
@@ -362,8 +358,12 @@ func compare(slo goodput.SLO, l *live, end *snapshot.Snapshot, truth truthSLO, s
 		}
 		row.Objectives = append(row.Objectives, c)
 	}
-	if l.requests > 0 {
-		row.LiveJoint = goodput.Bounds{Lower: l.goodReq.Lower / l.requests, Upper: l.goodReq.Upper / l.requests}
+	// The request bounds over the step are drawn from the step's totals
+	// (the tracker started at the step's start), as the recording rules
+	// draw them over a window: never a sum of per-interval bounds.
+	if w := l.state.Joint.Window; w.Requests > 0 {
+		b := goodput.WindowBounds(goodput.WindowTotals{Good: make([]float64, len(w.Good))}, w)
+		row.LiveJoint = b.Scale(1 / w.Requests)
 	}
 	row.LiveGoodput = goodput.Bounds{Lower: l.goodTok.Lower / seconds, Upper: l.goodTok.Upper / seconds}
 	row.NaiveGoodput = goodput.Bounds{Lower: l.naiveTok.Lower / seconds, Upper: l.naiveTok.Upper / seconds}

@@ -4,7 +4,9 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,12 +22,75 @@ const (
 	BoundSampled = "sampled" // judged per request, but only a sample was traced
 )
 
-// exactTolerance is how far, in share of requests, the exact goodput may
-// sit outside the histogram bounds before the self-check says no: the two
-// count slightly different populations (spans reach the daemon after the
-// engine's export delay, and a histogram is judged from the first scrape
-// while traces count from the daemon's start).
-const exactTolerance = 0.01
+// exactLag is how late a request's span may reach the daemon after the
+// request finished and still be compared with the histograms that counted
+// it: an OTLP batch exporter sends every few seconds (5 s by default in
+// the OpenTelemetry SDKs). At least one scrape is always allowed.
+const exactLag = 10 * time.Second
+
+// boundReadings keep, per model and SLO, what the self-check compares at
+// each scrape: the joint's window totals, the requests in flight and the
+// exact counts as of that scrape. The readings are capped (maxBoundReadings);
+// dropping the oldest only makes the check's lower side looser.
+const maxBoundReadings = 64
+
+type boundReading struct {
+	at   time.Time
+	w    goodput.WindowTotals
+	edge float64 // running + waiting at the scrape
+	good float64 // exact good requests folded by then
+}
+
+type boundSums struct {
+	first, base *boundReading // the first reading, and the first at least exactLag after it
+	recent      []boundReading
+	// verdict is the self-check as of the last scrape: 1, 0, or -1 while
+	// it has too few readings to say.
+	verdict float64
+}
+
+// judge compares the exact good requests that arrived since the base
+// reading with the window bounds over the same requests. Spans of the
+// requests that finished between the base and lagged readings (the newest
+// one at least exactLag old) have all arrived, so the exact count is at
+// least the lower bound over that window; the spans that arrived since the
+// base are of requests that finished after the first reading, so it is at
+// most the upper bound over the window from the first reading to now.
+// Each bound is widened by the requests in flight at its window's edges.
+func (b *boundSums) judge(cur boundReading) {
+	if n := len(b.recent); n > 0 && (cur.w.Requests < b.recent[n-1].w.Requests || len(cur.w.Good) != len(b.recent[n-1].w.Good)) {
+		*b = boundSums{} // the joint's totals started over (a reload changed the SLO)
+	}
+	b.recent = append(b.recent, cur)
+	if len(b.recent) > maxBoundReadings {
+		b.recent = slices.Delete(b.recent, 0, len(b.recent)-maxBoundReadings)
+	}
+	switch {
+	case b.first == nil:
+		b.first, b.verdict = &boundReading{at: cur.at, w: cur.w.Clone(), edge: cur.edge, good: cur.good}, -1
+		return
+	case b.base == nil:
+		if cur.at.Sub(b.first.at) < exactLag {
+			return
+		}
+		b.base = &boundReading{at: cur.at, w: cur.w.Clone(), edge: cur.edge, good: cur.good}
+	}
+	lower := 0.0
+	for i := len(b.recent) - 2; i >= 0; i-- {
+		r := &b.recent[i]
+		if r.at.After(b.base.at) && cur.at.Sub(r.at) >= exactLag {
+			lower = goodput.WindowBounds(b.base.w, r.w).Lower - b.base.edge - r.edge
+			break
+		}
+	}
+	upper := goodput.WindowBounds(b.first.w, cur.w).Upper + b.first.edge + cur.edge
+	got := cur.good - b.base.good
+	tol := 1e-9 * max(1, upper)
+	b.verdict = 0
+	if got >= lower-tol && got <= upper+tol {
+		b.verdict = 1
+	}
+}
 
 // exactDescs are the descriptors of a target's trace-judged series.
 type exactDescs struct {
@@ -47,25 +112,20 @@ func newExactDescs(cl prometheus.Labels) *exactDescs {
 		unjudged: prometheus.NewDesc("llm_goodput_traced_unjudged_requests_total",
 			"Traced requests left out of an SLO because their span lacked what an objective needs (no queue time, no first-token time although tokens were generated): never guessed.", slo, cl),
 		within: prometheus.NewDesc("llm_goodput_exact_within_bounds",
-			"Self-check where both exist: 1 when the exact share of requests meeting the SLO (from traces, since the daemon started) lies within the histogram bounds' share over the same time, give or take 0.01; 0 when it does not.", []string{"engine", "model", "slo"}, cl),
+			"Self-check where both exist: 1 when the requests judged good from traces lie within the histogram bounds over the same requests, 0 when they do not. Compared as of each scrape: the good spans that arrived since a base scrape must be at least the lower bound over the window from that scrape to the newest one at least 10 s old (later spans may still be on their way) and at most the upper bound over the window from the first reading, each widened by the requests in flight at its window's edges. Absent for the first 10 s of a model's traces.", []string{"engine", "model", "slo"}, cl),
 	}
 }
 
-// boundSums add up, per model and SLO, the requests the histogram bounds
-// judged and their good-request bounds, for the self-check.
-type boundSums struct {
-	requests float64
-	good     goodput.Bounds
-}
-
-// noteBounds adds the last interval's histogram outcome to the sums the
-// self-check reads. Caller holds t.mu.
-func (t *target) noteBounds() {
+// noteBounds reads, for the self-check, the histogram bounds and the
+// exact counts of every traced model as of this scrape. Caller holds
+// t.mu.
+func (t *target) noteBounds(snap *snapshot.Snapshot) {
 	if t.exact == nil {
 		return
 	}
 	// Traced models come and go like scraped ones: forgotten after the
-	// same hour without a request, and their self-check sums with them.
+	// same hour without a request, and their self-check readings with
+	// them.
 	if t.exact.Forget(forgetModelsAfter) > 0 {
 		for key := range t.bounds {
 			model, _, _ := strings.Cut(key, "\x00")
@@ -75,12 +135,17 @@ func (t *target) noteBounds() {
 		}
 	}
 	for _, ms := range t.tracker.Models() {
-		if t.exact.Model(ms.Model) == nil {
+		xm := t.exact.Model(ms.Model)
+		m := snap.Model(ms.Model)
+		if xm == nil || m == nil {
 			continue
 		}
 		for _, ss := range ms.SLOs {
-			in := ss.Joint.Interval
-			if !in.OK || ss.Joint.RequestsSource == "" {
+			if ss.Joint.RequestsSource == "" || !ss.Joint.Supported {
+				continue
+			}
+			i := slices.IndexFunc(xm.SLOs, func(x goodput.ExactSLO) bool { return x.SLO == ss.SLO })
+			if i < 0 || !xm.SLOs[i].Supported {
 				continue
 			}
 			if t.bounds == nil {
@@ -92,9 +157,12 @@ func (t *target) noteBounds() {
 				b = &boundSums{}
 				t.bounds[key] = b
 			}
-			b.requests += in.Requests
-			b.good.Lower += in.Good.Requests.Lower
-			b.good.Upper += in.Good.Requests.Upper
+			b.judge(boundReading{
+				at:   snap.Time,
+				w:    ss.Joint.Window.Clone(),
+				edge: m.Gauges[snapshot.Running].V + m.Gauges[snapshot.Waiting].V,
+				good: xm.SLOs[i].Exact.GoodRequests,
+			})
 		}
 	}
 }
@@ -137,13 +205,8 @@ func (t *target) exactMetrics(sink collector.Sink, engine snapshot.Engine) {
 				cm(sloD.goodReq, prometheus.CounterValue, c.GoodRequests, e, m.Model, s.SLO, set.bound)
 				cm(sloD.goodTok, prometheus.CounterValue, c.GoodTokens, e, m.Model, s.SLO, set.bound)
 			}
-			if b := t.bounds[m.Model+"\x00"+s.SLO]; b != nil && b.requests > 0 && s.Exact.Requests > 0 {
-				share := s.Exact.GoodRequests / s.Exact.Requests
-				in := share >= b.good.Lower/b.requests-exactTolerance && share <= b.good.Upper/b.requests+exactTolerance
-				v := 0.0
-				if in {
-					v = 1
-				}
+			if b := t.bounds[m.Model+"\x00"+s.SLO]; b != nil && b.verdict >= 0 {
+				v := b.verdict
 				cm(d.within, prometheus.GaugeValue, v, e, m.Model, s.SLO)
 			}
 		}

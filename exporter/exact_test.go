@@ -371,22 +371,68 @@ func TestTraceMatching(t *testing.T) {
 	}
 }
 
-// The self-check says whether the exact share lies within the histogram
-// bounds' share, give or take 0.01.
-func TestExactWithinBounds(t *testing.T) {
+// The self-check compares the good spans that arrived since its base
+// reading with the histogram bounds over the same requests, lag- and
+// edge-aware; hand-worked readings of one e2e objective.
+func TestExactWithinBoundsReadings(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	read := func(s int, r, failed, good, edge, exact float64) boundReading {
+		return boundReading{at: at(s), w: goodput.WindowTotals{Requests: r, Failed: failed, Good: []float64{good}}, edge: edge, good: exact}
+	}
+	var b boundSums
+	steps := []struct {
+		r    boundReading
+		want float64
+	}{
+		// The first reading: nothing to say yet.
+		{read(0, 0, 0, 0, 2, 0), -1},
+		// 10 s on, the base: 5 spans arrived, of requests that finished
+		// after the first reading; at most 80 + 2 + 2 of them are good.
+		{read(10, 100, 20, 80, 2, 5), 1},
+		// No reading is yet 10 s old after the base: no lower side;
+		// 78 good since the base, at most 160 + 2 + 3.
+		{read(20, 200, 40, 160, 3, 83), 1},
+		// 158 since the base; the spans of the requests that finished
+		// by the 20 s reading have all arrived: at least 80 − 2 − 3 = 75;
+		// at most 240 + 2 + 1.
+		{read(30, 300, 60, 240, 1, 163), 1},
+		// The spans stop being good while the histograms count 80 more:
+		// at least 160 − 2 − 1 = 157, and 158 is still enough.
+		{read(40, 400, 80, 320, 1, 163), 1},
+		// At least 240 − 2 − 1 = 237 by now: the traces say 158. One side
+		// is wrong.
+		{read(50, 500, 100, 400, 1, 163), 0},
+	}
+	for i, st := range steps {
+		b.judge(st.r)
+		if b.verdict != st.want {
+			t.Errorf("reading %d: verdict %v, want %v", i, b.verdict, st.want)
+		}
+	}
+	// Too many good spans: more than the upper bound over every request
+	// since the first reading (500 + 2 + 1) is wrong too.
+	b = boundSums{}
+	for _, r := range []boundReading{read(0, 0, 0, 0, 2, 0), read(10, 100, 0, 100, 1, 0), read(20, 200, 0, 200, 1, 204)} {
+		b.judge(r)
+	}
+	if b.verdict != 0 {
+		t.Errorf("204 good spans against at most 200 + 2 + 1: verdict %v", b.verdict)
+	}
+	// The joint's totals starting over (a reload that changed the SLO)
+	// start the readings over too.
+	b.judge(read(30, 10, 0, 10, 0, 300))
+	if b.verdict != -1 {
+		t.Errorf("after the totals started over: verdict %v, want -1 (no verdict)", b.verdict)
+	}
+
+	// The verdict is what the gauge says, and no gauge without one.
 	e := New(Options{Interval: time.Hour, Timeout: time.Second})
 	slos := []goodput.SLO{{Name: "s", Objectives: []goodput.Objective{{Kind: goodput.KindE2E, Threshold: 1, Target: 0.9}}}}
 	tg, err := newTarget(config.Target{Name: "t", URL: "http://10.0.0.1/metrics", Engine: "vllm", ModelLimit: 10, MaxBodySize: 1 << 20}, time.Second, slos, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Histogram bounds over 200 requests: 120..160 good, a share of 0.6..0.8.
-	tg.bounds = map[string]*boundSums{"m\x00s": {requests: 200, good: goodput.Bounds{Lower: 120, Upper: 160}}}
-	fold := func(n int, e2e float64) {
-		for range n {
-			tg.exact.Fold(&goodput.TracedRequest{Model: "m", E2E: e2e, CompletionTokens: 2})
-		}
-	}
+	tg.exact.Fold(&goodput.TracedRequest{Model: "m", E2E: 0.5, CompletionTokens: 2})
 	within := func() float64 {
 		var sink collector.ConstSink
 		tg.exactMetrics(&sink, "vllm")
@@ -399,20 +445,10 @@ func TestExactWithinBounds(t *testing.T) {
 		}
 		return -1
 	}
-	fold(7, 0.5) // 7 good
-	fold(3, 2)   // 3 bad: 0.7, inside 0.6..0.8
-	if got := within(); got != 1 {
-		t.Errorf("0.7 in 0.6..0.8: %v", got)
-	}
-	fold(10, 2) // 7 of 20 = 0.35, under 0.6 − 0.01
-	if got := within(); got != 0 {
-		t.Errorf("0.35 in 0.6..0.8: %v", got)
-	}
-	// 119 of 200 = 0.595: outside by 0.005, within the tolerance.
-	tg.exact = goodput.NewExact("t", slos, 10)
-	fold(119, 0.5)
-	fold(81, 2)
-	if got := within(); got != 1 {
-		t.Errorf("0.595 against 0.6..0.8 ± 0.01: %v", got)
+	for _, v := range []float64{-1, 0, 1} {
+		tg.bounds = map[string]*boundSums{"m\x00s": {verdict: v}}
+		if got := within(); got != v {
+			t.Errorf("verdict %v exported as %v (-1: absent)", v, got)
+		}
 	}
 }

@@ -20,6 +20,7 @@ type sloDescs struct {
 	supported, requests, good, interpolated, aborted *prometheus.Desc
 	tokens, goodTokens                               *prometheus.Desc
 	goodReq, goodTok, tokBounded                     *prometheus.Desc
+	judged, failed, objGood, objJudged               *prometheus.Desc
 }
 
 func newSLODescs(cl prometheus.Labels) *sloDescs {
@@ -42,9 +43,17 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 		aborted: prometheus.NewDesc("llm_slo_aborted_requests_total",
 			"Finished requests aborted (error objective), counted whether or not include_abort makes them failures.", obj, cl),
 		goodReq: prometheus.NewDesc("llm_goodput_requests_total",
-			"Requests that met every objective of the SLO at once: bound=\"lower\" and \"upper\" are Fréchet bounds from the per-objective attainments of each interval; bound=\"exact\" judges each request from its OTLP trace span, bound=\"sampled\" the same over sampled spans only.", bound, cl),
+			"Requests that met every objective of the SLO at once. bound=\"lower\" and \"upper\": cumulative Fréchet bounds from the per-objective counts since the daemon started; for any window between two scrapes, increase(lower) − edge ≤ the window's good requests ≤ increase(upper) + edge, edge being the requests in flight (llm_requests_running + llm_requests_waiting) at the window's two ends, when every objective judges requests and its threshold is a bucket bound or its interpolated requests are allowed for (they are). Looser than the per-window bounds the recording rules take from llm_goodput_judged_requests_total, llm_goodput_failed_requests_total and llm_goodput_objective_good_requests_total. bound=\"exact\" judges each request from its OTLP trace span, bound=\"sampled\" the same over sampled spans only.", bound, cl),
 		goodTok: prometheus.NewDesc("llm_goodput_tokens_total",
 			"Generation tokens of the requests that met every objective of the SLO. Where the engine publishes the per-request output-length histogram (llm_request_generation_tokens) and every objective judges requests, true bounds, counted when the requests finish: the failing requests are given the longest (lower) and shortest (upper) outputs its buckets and sum allow. Otherwise (llm_goodput_tokens_bounded 0) an estimate: generation tokens of each interval times the joint attainment bound, which overstates the lower bound when failing requests are longer than passing ones. bound=\"exact\" and \"sampled\": the tokens of the requests judged good from their OTLP trace spans.", bound, cl),
+		judged: prometheus.NewDesc("llm_goodput_judged_requests_total",
+			"Finished requests judged against every objective of the SLO (the joint's requests: e2e observations, else finish reasons), over the scrape intervals in which no objective's data glitched. The window bounds: lower = increase(this) − increase(llm_goodput_failed_requests_total) − Σ over objectives of max(0, increase(this) − increase(llm_goodput_objective_judged_requests_total)), upper = min(increase(this), min over objectives of increase(llm_goodput_objective_good_requests_total)); the window's good requests lie in [lower − edge, upper + edge], edge the requests in flight at its two ends.", []string{"engine", "model", "slo"}, cl),
+		failed: prometheus.NewDesc("llm_goodput_failed_requests_total",
+			"Summed over the SLO's objectives, the requests that may have failed each (judged − good + interpolated), over the same intervals as llm_goodput_judged_requests_total. A per-token objective (itl, tpot fallback) enters as its share of the requests: an estimate.", []string{"engine", "model", "slo"}, cl),
+		objGood: prometheus.NewDesc("llm_goodput_objective_good_requests_total",
+			"Per objective, the requests that may have met it (good + interpolated, at most the judged), over the same intervals as llm_goodput_judged_requests_total.", obj, cl),
+		objJudged: prometheus.NewDesc("llm_goodput_objective_judged_requests_total",
+			"Per objective, the requests it judged, over the same intervals as llm_goodput_judged_requests_total (the finished requests for error and per-token objectives). Finished requests it did not judge (TTFT of a request that never got a first token) may have failed it.", obj, cl),
 		tokBounded: prometheus.NewDesc("llm_goodput_tokens_bounded",
 			"1 when llm_goodput_tokens_total is a true lower and upper bound for this SLO (the engine has the per-request output-length histogram and no objective is judged per token), 0 when it is an estimate.", []string{"engine", "model", "slo"}, cl),
 	}
@@ -96,6 +105,20 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 			if (j.Supported && j.RequestsSource != "") || j.Total.Requests != (goodput.Bounds{}) {
 				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
 				cm(d.goodReq, prometheus.CounterValue, j.Total.Requests.Upper, collector.Labels(e, ms.Model, ss.SLO, "upper"))
+				cm(d.judged, prometheus.CounterValue, j.Window.Requests, collector.Labels(e, ms.Model, ss.SLO))
+				cm(d.failed, prometheus.CounterValue, j.Window.Failed, collector.Labels(e, ms.Model, ss.SLO))
+				for k, os := range ss.Objectives {
+					g := 0.0
+					if k < len(j.Window.Good) {
+						g = j.Window.Good[k]
+					}
+					cm(d.objGood, prometheus.CounterValue, g, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
+					n := 0.0
+					if k < len(j.Window.Judged) {
+						n = j.Window.Judged[k]
+					}
+					cm(d.objJudged, prometheus.CounterValue, n, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
+				}
 			}
 			if (j.Supported && j.TokensSupported) || j.Total.Tokens != (goodput.Bounds{}) {
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))

@@ -298,7 +298,7 @@ func (t *target) scrape(ctx context.Context) {
 			t.logger.Error("goodput update", "err", err)
 		}
 		t.capacityObserve(prev.snap, snap)
-		t.noteBounds()
+		t.noteBounds(snap)
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
 		t.discontinuities()
 		if snap.Duplicates > 0 {

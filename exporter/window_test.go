@@ -26,6 +26,8 @@ var windowSeries = []string{
 	"llm_slo_supported", "llm_slo_requests_total", "llm_slo_good_requests_total",
 	"llm_slo_interpolated_requests_total", "llm_slo_aborted_requests_total",
 	"llm_goodput_requests_total", "llm_goodput_tokens_total", "llm_goodput_tokens_bounded",
+	"llm_goodput_judged_requests_total", "llm_goodput_failed_requests_total", "llm_goodput_objective_good_requests_total",
+	"llm_goodput_objective_judged_requests_total",
 	"llm_slo_threshold_seconds", "llm_slo_target_ratio", "llm_engine_hourly_cost",
 }
 

@@ -29,19 +29,55 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK || m.Hists[snapshot.OutputTokens] != nil
 	j.TokensBounded = m.Hists[snapshot.OutputTokens] != nil && s.perRequest()
 	j.Interval = JointInterval{}
-	// An objective that judged nothing this interval had nothing to fail,
-	// so it is left out of the bounds (the same as p = 1). With none
-	// judging anything there is no outcome at all. An objective whose data
-	// glitched this interval is unknown, not empty: then nothing is judged.
+	// With no objective judging anything there is no outcome at all. An
+	// objective whose data glitched this interval is unknown, not empty:
+	// then nothing is judged. Otherwise the interval's counts go to the
+	// window totals, which alone bound windows (Total.Requests).
 	if !supported || skipped || f.k == 0 {
 		return
 	}
-	b := f.bounds()
 	in := &j.Interval
+	// One interval is a short window in which the requests in flight at
+	// its edges weigh most: its view (and the token bounds drawn from it)
+	// takes the Fréchet bounds of the objectives' shares, each widened by
+	// its interpolated requests. Windows are bounded from the totals.
+	var lo, hi frechet
+	for i := range s.Objectives {
+		o := &s.Objectives[i]
+		c := o.Interval
+		switch {
+		case c.Judged > 0:
+			lo.add((c.Good - c.Interpolated) / c.Judged)
+			hi.add((c.Good + c.Interpolated) / c.Judged)
+		case o.TokenInterval.Judged > 0:
+			// tpot judged per token enters as the range it proves (as in
+			// the first pass above).
+			lo.add(perTokenFloor(o.TokenInterval, tr.requests(requestSource(m))))
+			hi.add(1)
+		}
+	}
+	b := Bounds{Lower: lo.bounds().Lower, Upper: hi.bounds().Upper}
+	b.Lower = min(b.Lower, b.Upper)
 	in.OK, in.Attainment = true, b
 	if j.RequestsSource != "" {
 		in.Requests = tr.requests(j.RequestsSource)
+		win := s.window(in.Requests)
 		in.Good.Requests = b.Scale(in.Requests)
+		j.Window.add(win)
+		lower := j.Window.Requests - j.Window.Failed - unjudged(j.Window)
+		upper := j.Window.Requests
+		for _, g := range j.Window.Good {
+			upper = min(upper, g)
+		}
+		// Both never decrease: Requests and Good only grow, and lower is
+		// the highest lower bound reached so far, held at most at upper
+		// (it can pass it by the requests TTFT judged before the tracker
+		// started, or has not judged yet). The increase of either
+		// between two readings bounds the window between them (see
+		// Joint.Total).
+		j.lowest = max(j.lowest, lower)
+		j.Total.Requests.Upper = max(j.Total.Requests.Upper, upper)
+		j.Total.Requests.Lower = max(j.Total.Requests.Lower, min(j.lowest, j.Total.Requests.Upper))
 	}
 	out := &tr.hists[snapshot.OutputTokens]
 	if j.TokensBounded && out.ok {
@@ -54,8 +90,50 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		in.Tokens = tr.tokens.delta
 		in.Good.Tokens = b.Scale(in.Tokens)
 	}
-	j.Total.Requests.add(in.Good.Requests)
 	j.Total.Tokens.add(in.Good.Tokens)
+}
+
+// window returns the last interval's counts for the window bounds, with
+// requests finished in it. An objective that judged nothing had no
+// request to fail and none to pass; a per-token objective enters as its
+// share of the requests (an estimate: a share of tokens does not say which
+// requests failed), and when it judged nothing as passing all of them.
+func (s *SLOState) window(requests float64) WindowTotals {
+	w := WindowTotals{Requests: requests, Good: make([]float64, len(s.Objectives)), Judged: make([]float64, len(s.Objectives))}
+	for k := range s.Objectives {
+		o := &s.Objectives[k]
+		c := o.Interval
+		if o.Resolution.Fallback {
+			// tpot judged per token: every request failing tpot has a
+			// token failing it, so at most the failing tokens failed (and
+			// at most every request); all may have passed.
+			failing := 0.0
+			if t := o.TokenInterval; t.Judged > 0 {
+				failing = max(t.Judged-t.Good+t.Interpolated, 0)
+			}
+			w.Failed += min(requests, failing)
+			w.Good[k], w.Judged[k] = requests, requests
+			continue
+		}
+		if o.perToken() {
+			lo, hi := 1.0, 1.0
+			if c.Judged > 0 {
+				lo = clamp01((c.Good - c.Interpolated) / c.Judged)
+				hi = clamp01((c.Good + c.Interpolated) / c.Judged)
+			}
+			w.Failed += requests * (1 - lo)
+			w.Good[k], w.Judged[k] = requests*hi, requests
+			continue
+		}
+		w.Failed += c.Judged - c.Good + c.Interpolated
+		w.Good[k], w.Judged[k] = min(c.Good+c.Interpolated, c.Judged), c.Judged
+	}
+	return w
+}
+
+// perToken reports whether the objective judges tokens, not requests.
+func (o *ObjectiveState) perToken() bool {
+	return o.Resolution.Supported && o.Objective.Kind != KindError && o.Resolution.Hist == snapshot.ITL
 }
 
 // observe judges the last interval of model m against one objective.
@@ -139,4 +217,14 @@ func withinJudged(c Counts) Counts {
 	c.Good = min(max(c.Good, 0), c.Judged)
 	c.Interpolated = min(max(c.Interpolated, 0), c.Judged)
 	return c
+}
+
+// unjudged is, summed over objectives, the finished requests an objective
+// did not judge, where positive.
+func unjudged(w WindowTotals) float64 {
+	n := 0.0
+	for _, j := range w.Judged {
+		n += max(0, w.Requests-j)
+	}
+	return n
 }

@@ -67,8 +67,11 @@ type JointInterval struct {
 	// OK is false when no objective judged anything in the interval;
 	// the other fields are then zero.
 	OK bool
-	// Attainment bounds the share of requests meeting every objective
-	// (JointBounds over the objectives that judged something).
+	// Attainment bounds the share of requests meeting every objective in
+	// the interval: JointBounds over the attainments of the objectives
+	// that judged something, each widened by its interpolated requests.
+	// Like any window's bounds they hold up to the requests in flight at
+	// the interval's edges, which weigh most in one short interval.
 	Attainment Bounds
 	// Requests finished in the interval (see Joint.RequestsSource) and
 	// their generation tokens: with TokensBounded, the tokens of the
@@ -105,7 +108,27 @@ type Joint struct {
 	// are longer than passing ones. As of the latest snapshot.
 	TokensBounded bool
 	// Total is cumulative since the tracker started; it never decreases.
+	// Total.Requests are cumulative Fréchet bounds over Window: Upper is
+	// min(Window.Requests, min_k Window.Good[k]) and Lower the highest
+	// Window.Requests − Window.Failed reached so far, held at most at
+	// Upper. The increase of
+	// each between two readings bounds the window between them as
+	// WindowBounds does (lower − edge ≤ truth ≤ upper + edge), because
+	// the increase of a minimum of growing counts is at least the minimum
+	// of their increases, and a running maximum grows by no more than the
+	// quantity it follows. They are looser than WindowBounds over the same
+	// window (an incident is judged against the history's worst
+	// objective); a per-window view reads Window (the rules do, from the
+	// llm_goodput_*judged/failed/objective_good* series). Total.Tokens
+	// add up each interval's token bounds: bounds of each interval's
+	// finished requests, not guaranteed over windows in which objectives
+	// judged different requests (see docs/accuracy.md).
 	Total GoodCounts
+	// Window holds the cumulative counts that bound the good requests of
+	// any window (WindowBounds between two readings of it).
+	Window WindowTotals
+	// lowest is the highest Window.Requests − Window.Failed so far.
+	lowest float64
 	// Interval is the last interval's outcome, for a live view.
 	Interval JointInterval
 }

@@ -237,7 +237,7 @@ func (c Config) RecordingGroups() []Group {
 		rec("model:llm_kv_cache_usage_ratio:avg", fmt.Sprintf("avg by (%s) (%s)", m, c.sel("llm_kv_cache_usage_ratio"))),
 		rec("model:llm_preemptions:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))", m, c.sel("llm_preemptions_total"))),
 	}}
-	return c.scaled(append(groups, gp, eng))
+	return c.scaled(append(groups, gp, eng, c.windowBounds()))
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

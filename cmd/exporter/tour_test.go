@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,17 @@ func TestDemoTourEndsEachLever(t *testing.T) {
 		if !seen[l] {
 			t.Errorf("the tour never uses %s", l)
 		}
+	}
+}
+
+// exporter's self-check test plays the demo's tour from its own copy;
+// the copy must be the tour the demo plays.
+func TestDemoTourCopyInExporterTests(t *testing.T) {
+	raw, err := os.ReadFile("../../exporter/testdata/demo-tour.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(raw)); got != defaultTour {
+		t.Errorf("exporter/testdata/demo-tour.txt is not the demo's default tour:\n%s\nwant\n%s", got, defaultTour)
 	}
 }
