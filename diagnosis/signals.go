@@ -53,6 +53,12 @@ type Signals struct {
 	PrefixHitRatio Value
 	// GenerationTokensPerSecond over the span.
 	GenerationTokensPerSecond Value
+	// Silent is how long, in seconds up to the latest sample, the engine
+	// generated no token while requests were in flight (0 when the
+	// latest interval had tokens or nothing was in flight; absent
+	// without a generation-token counter). A failed scrape neither
+	// breaks nor extends it: the next good one covers its interval.
+	Silent Value
 	// FinishedPerSecond, and the shares that ended in error and abort.
 	FinishedPerSecond, ErrorRatio, AbortRatio Value
 	// GPU: the lowest SM clock ratio (mean), summed power (mean), the
@@ -189,6 +195,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 			}
 		}
 	}
+	sig.Silent = silence(ss)
 	sig.Span = time.Duration(span * float64(time.Second))
 	sig.UpShare = some(up / n)
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
@@ -328,4 +335,30 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// silence is Signals.Silent of ss (oldest first).
+func silence(ss []sample) Value {
+	var silent float64
+	seen := false
+	for i := len(ss) - 1; i >= 0; i-- {
+		s := &ss[i]
+		if !s.delta {
+			continue
+		}
+		g := s.ctr[snapshot.GenerationTokens]
+		if !g.OK {
+			break
+		}
+		seen = true
+		inflight := s.running.V + s.waiting.V
+		if g.V > 0 || !s.running.OK || inflight < 1 {
+			break
+		}
+		silent += s.dt
+	}
+	if !seen {
+		return Value{}
+	}
+	return some(silent)
 }
