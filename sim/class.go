@@ -17,6 +17,7 @@ type classState struct {
 	active   bool
 	next     time.Duration   // next open-loop arrival
 	sessions []time.Duration // next submission per closed-loop session
+	burst    int             // requests of the current burst still to come
 }
 
 func newClassState(seed uint64, idx int, spec Class) *classState {
@@ -39,8 +40,21 @@ func (cs *classState) scheduleNext(now time.Duration) {
 		return
 	}
 	gap := 1 / cs.spec.Rate
-	if cs.spec.Arrival == Poisson {
+	switch cs.spec.Arrival {
+	case Poisson:
 		gap = cs.rng.ExpFloat64() / cs.spec.Rate
+	case Bursty:
+		if cs.burst > 0 {
+			cs.burst--
+			cs.next = now + cs.spec.BurstGap
+			return
+		}
+		// The next burst: its size is geometric with mean BurstSize
+		// (1 + the failures before a success of probability 1/size).
+		gap = cs.rng.ExpFloat64() * cs.spec.BurstSize / cs.spec.Rate
+		for p := 1 / cs.spec.BurstSize; cs.rng.Float64() >= p; {
+			cs.burst++
+		}
 	}
 	cs.next = now + seconds(gap)
 }
