@@ -48,6 +48,9 @@ type DiagnosisThresholds struct {
 	ErrorRatio           *float64  `yaml:"error_ratio"`
 	MinFinished          *float64  `yaml:"min_finished"`
 	DownShare            *float64  `yaml:"down_share"`
+	DecodeHoldJump       *float64  `yaml:"decode_hold_jump"`
+	StallSilence         *Duration `yaml:"stall_silence"`
+	StallSuspect         *Duration `yaml:"stall_suspect"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -102,6 +105,9 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("error_ratio", ratio, t.ErrorRatio, &out.ErrorRatio),
 		f("min_finished", positive, t.MinFinished, &out.MinFinished),
 		f("down_share", ratio, t.DownShare, &out.DownShare),
+		f("decode_hold_jump", factor, t.DecodeHoldJump, &out.DecodeHoldJump),
+		d("stall_silence", t.StallSilence, &out.StallSilence),
+		d("stall_suspect", t.StallSuspect, &out.StallSuspect),
 	}
 }
 
