@@ -51,6 +51,8 @@ type DiagnosisThresholds struct {
 	DecodeHoldJump       *float64  `yaml:"decode_hold_jump"`
 	StallSilence         *Duration `yaml:"stall_silence"`
 	StallSuspect         *Duration `yaml:"stall_suspect"`
+	QueueSlopeShare      *float64  `yaml:"queue_slope_share"`
+	QueueMinSeconds      *Duration `yaml:"queue_min_seconds"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -108,6 +110,8 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("decode_hold_jump", factor, t.DecodeHoldJump, &out.DecodeHoldJump),
 		d("stall_silence", t.StallSilence, &out.StallSilence),
 		d("stall_suspect", t.StallSuspect, &out.StallSuspect),
+		f("queue_slope_share", ratio, t.QueueSlopeShare, &out.QueueSlopeShare),
+		d("queue_min_seconds", t.QueueMinSeconds, &out.QueueMinSeconds),
 	}
 }
 

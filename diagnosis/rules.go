@@ -30,7 +30,22 @@ func atCeiling(w *Signals, th *Thresholds) bool {
 }
 
 func growing(w *Signals, th *Thresholds) bool {
-	return w.WaitingSlope.OK && w.WaitingSlope.V >= th.QueueSlope && w.Waiting.V >= th.QueueMinWaiting
+	slope, least := queueBars(w, th)
+	return w.WaitingSlope.OK && w.WaitingSlope.V >= slope && w.Waiting.V >= least
+}
+
+// queueBars are the slope and the mean queue from which a queue counts
+// as growing: QueueSlope and QueueMinWaiting, or, for an engine serving
+// more requests a second, QueueSlopeShare and QueueMinSeconds of its
+// request rate (a queue that random-walks at the knee wanders by more
+// requests the more requests are served).
+func queueBars(w *Signals, th *Thresholds) (slope, least float64) {
+	slope, least = th.QueueSlope, th.QueueMinWaiting
+	if r := w.RequestsPerSecond; r.OK {
+		slope = max(slope, th.QueueSlopeShare*r.V)
+		least = max(least, th.QueueMinSeconds*r.V)
+	}
+	return slope, least
 }
 
 func preempting(w *Signals, th *Thresholds) bool {
@@ -46,15 +61,16 @@ func preempting(w *Signals, th *Thresholds) bool {
 // steps), while the engine stays just as overloaded.
 func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bool, string) {
 	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
+	slope, least := queueBars(w, th)
 	ahead := w.Waiting.V + w.WaitingSlope.V*w.Span.Seconds()
-	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= th.QueueMinWaiting && ahead >= th.QueueMinWaiting
+	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= least && ahead >= least
 	ok := (growing(w, th) && atCeiling(w, th) || standing) && kvOK
 	if held {
 		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %.2f (< %.2f)",
-			w.Waiting.V, w.WaitingSlope.V, ahead, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, w.KVUsage.V, th.KVHigh)
+			w.Waiting.V, w.WaitingSlope.V, ahead, least, w.Running.V, w.RunningCeiling.V, w.KVUsage.V, th.KVHigh)
 	}
-	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %.2f (< %.2f)",
-		w.Waiting.V, w.WaitingSlope.V, th.QueueSlope, th.QueueMinWaiting, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, w.KVUsage.V, th.KVHigh)
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, at %.1f requests/s served); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %.2f (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, slope, least, w.RequestsPerSecond.V, w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, w.KVUsage.V, th.KVHigh)
 }
 
 // kv_preemption: the cache is full and the engine preempts. Once raised

@@ -40,6 +40,11 @@ type Thresholds struct {
 	QueueSlope float64 `yaml:"queue_slope"`
 	// QueueMinWaiting is the mean queue below which a slope is noise.
 	QueueMinWaiting float64 `yaml:"queue_min_waiting"`
+	// QueueSlopeShare and QueueMinSeconds scale the two with the rate of
+	// requests served, where the engine counts requests: the slope must
+	// also be QueueSlopeShare of it, the queue QueueMinSeconds of it.
+	QueueSlopeShare float64 `yaml:"queue_slope_share"`
+	QueueMinSeconds float64 `yaml:"queue_min_seconds"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".
 	CeilingShare float64 `yaml:"ceiling_share"`
@@ -123,6 +128,12 @@ func DefaultThresholds() Thresholds {
 		// Fewer than 5 waiting on average is a queue a single batch
 		// slot absorbs; it is no incident.
 		QueueMinWaiting: 5,
+		// The two above at the chat's knee (16 req/s), scaled: at 100
+		// req/s of short requests the queue at the knee wanders by
+		// tens, not by a few (short-chat shape, tuning seed 1, 1 s
+		// scrapes: queue_growth raised at its knee with the fixed bars).
+		QueueSlopeShare: 0.0125,
+		QueueMinSeconds: 0.3125,
 		// Schedulers leave a few slots free while a prefill chunk fills
 		// the step budget, so "at the ceiling" is 90 % of it.
 		CeilingShare: 0.9,

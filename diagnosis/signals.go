@@ -59,6 +59,10 @@ type Signals struct {
 	// without a generation-token counter). A failed scrape neither
 	// breaks nor extends it: the next good one covers its interval.
 	Silent Value
+	// RequestsPerSecond is the rate of requests served: those that got
+	// their first token (the TTFT histogram's count), else those that
+	// finished; absent where the engine counts neither (llama.cpp).
+	RequestsPerSecond Value
 	// FinishedPerSecond, and the shares that ended in error and abort.
 	FinishedPerSecond, ErrorRatio, AbortRatio Value
 	// GPU: the lowest SM clock ratio (mean), summed power (mean), the
@@ -231,6 +235,11 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		if fin > 0 {
 			sig.ErrorRatio, sig.AbortRatio = some(errs/fin), some(aborts/fin)
 		}
+	}
+	if tt := hists[snapshot.TTFT]; tt != nil {
+		sig.RequestsPerSecond = some(tt.count / span)
+	} else if finOK {
+		sig.RequestsPerSecond = sig.FinishedPerSecond
 	}
 	if tt := hists[snapshot.TTFT]; tt != nil && tt.count > 0 {
 		if sig.PromptTokensPerSecond.OK {
