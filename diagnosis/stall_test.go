@@ -82,3 +82,53 @@ func TestSilenceByHand(t *testing.T) {
 		}
 	}
 }
+
+// The queue's bars by hand: the fixed ones at the chat's knee and
+// without a request rate, scaled at 100 requests a second.
+func TestQueueBarsByHand(t *testing.T) {
+	th := DefaultThresholds()
+	for _, tc := range []struct {
+		rate        Value
+		slope, wait float64
+	}{
+		{Value{}, 0.2, 5},
+		{some(16), 0.2, 5},
+		{some(8), 0.2, 5},
+		{some(100), 1.25, 31.25},
+	} {
+		s, w := queueBars(&Signals{RequestsPerSecond: tc.rate}, &th)
+		if math.Abs(s-tc.slope) > 1e-12 || math.Abs(w-tc.wait) > 1e-12 {
+			t.Errorf("rate %+v: bars %.4f/s from %.4f, want %.4f/s from %.4f", tc.rate, s, w, tc.slope, tc.wait)
+		}
+	}
+}
+
+// decode_saturation on per-token data: the mean at the bar counts only
+// with steps slower than the baseline's; raised, it holds while steps
+// stay decode_hold_jump times the baseline's, though the mean dipped
+// under the bar.
+func TestDecodeSaturationPerTokenByHand(t *testing.T) {
+	th := DefaultThresholds()
+	o := Objectives{DecodeLatency: 0.05, DecodeTarget: 0.95, TTFTLatency: 0.5, TTFTTarget: 0.99}
+	win := func(itl float64) *Signals {
+		return &Signals{DecodePerToken: true, DecodeMean: some(itl), TTFTAttainment: some(1),
+			Waiting: some(0), Running: some(100), WaitingSlope: some(0), PreemptionsPerSecond: some(0)}
+	}
+	base := func(itl float64) *Signals { return &Signals{DecodeMean: some(itl)} }
+	for _, tc := range []struct {
+		name       string
+		w, b       *Signals
+		held, want bool
+	}{
+		{"a slow model at its knee: 42 ms, as usual", win(0.042), base(0.040), false, false},
+		{"the batch grew: 42 ms against 13", win(0.042), base(0.013), false, true},
+		{"under the bar", win(0.039), base(0.013), false, false},
+		{"raised, dipped under the bar, still 3x the baseline", win(0.039), base(0.013), true, true},
+		{"raised, back to the usual steps", win(0.014), base(0.013), true, false},
+	} {
+		got, why := decodeSaturation(tc.w, tc.b, true, tc.held, &th, &o)
+		if got != tc.want {
+			t.Errorf("%s: %v, want %v (%s)", tc.name, got, tc.want, why)
+		}
+	}
+}
