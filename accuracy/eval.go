@@ -117,14 +117,14 @@ type EvalOptions struct {
 }
 
 // DefaultEvalOptions: the default settings (window 1m, baseline 30m),
-// 11 minutes of healthy traffic (a daemon started 11 minutes before the
-// incident: a 10-minute baseline), each lever 10 minutes, 4 healthy
-// after, on the evaluation seeds. (The hold test's 31 minutes healthy
-// and 15 of lever cost twice as much per seed.)
+// 6 minutes of healthy traffic (a daemon started 6 minutes before the
+// incident: a 5-minute baseline), each lever 5 minutes, 3 healthy after,
+// on the evaluation seeds. (The hold test's 31 minutes healthy and 15 of
+// lever cost more than three times as much per seed.)
 func DefaultEvalOptions() EvalOptions {
 	o := DefaultHoldOptions()
 	o.Seeds = Seeds(EvalSeedBase, EvalSeedCount)
-	o.Healthy, o.Hold, o.After = 11*time.Minute, 10*time.Minute, 4*time.Minute
+	o.Healthy, o.Hold, o.After = 6*time.Minute, 5*time.Minute, 3*time.Minute
 	return EvalOptions{o}
 }
 

@@ -68,7 +68,7 @@ const recordPath = "testdata/failmode-eval.txt"
 const ciSeeds = 2
 
 // HealthySeedCount is how many evaluation seeds the healthy table uses.
-const HealthySeedCount = 10
+const HealthySeedCount = 5
 
 // TestFailModeEvaluation reruns part of the evaluation (ciSeeds seeds;
 // all of it with -failmode.full) and compares every incident and healthy
@@ -121,6 +121,9 @@ func TestFailModeEvaluation(t *testing.T) {
 	if *updateDocs {
 		var b bytes.Buffer
 		if err := rec.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(recordPath, b.Bytes(), 0o644); err != nil {

@@ -129,7 +129,7 @@ func (h HealthyOutcome) Pass() bool {
 }
 
 // HealthyRunLength is how long each healthy run lasts.
-const HealthyRunLength = 8 * time.Minute
+const HealthyRunLength = 6 * time.Minute
 
 // RunHealthyCases runs every case for every seed.
 func RunHealthyCases(cases []HealthyCase, seeds []uint64, o FailModeOptions) ([]HealthyOutcome, error) {
