@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin
+.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin accuracy
 
 all: build test
 
@@ -15,11 +15,22 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o goodput-exporter ./cmd/exporter
 
 # test is what CI runs (.ci/run): formatting, vet, then every test with the
-# race detector, then the Helm chart's tests (their own module, so that the
-# Helm library stays out of the daemon's).
+# race detector, then the failure-mode evaluation's CI share without it
+# (see accuracy), then the Helm chart's tests (their own module, so that
+# the Helm library stays out of the daemon's).
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^TestFailModeEvaluation$$' ./accuracy/
 	$(MAKE) chart-test
+
+# accuracy runs the failure-mode classifier's whole evaluation (every
+# lever on 50 evaluation seeds, every healthy shape, load and cadence on
+# 10, every format) and rewrites accuracy/testdata/failmode-eval.txt and
+# the tables of docs/accuracy.md from it; `make test` reruns its first
+# seeds (without the race detector: long deterministic simulations) and
+# fails when either is stale.
+accuracy:
+	$(GO) test -count=1 -timeout 180m -run '^TestFailModeEvaluation$$' ./accuracy/ -args -failmode.full -update
 
 CHART     := deploy/helm/goodput-exporter
 CHARTTEST := deploy/helm/chart_test

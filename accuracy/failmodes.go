@@ -70,6 +70,9 @@ type FailModeOptions struct {
 	GPU bool
 	// SLOs give decode_saturation its objectives (the built-in chat SLO).
 	SLOs []goodput.SLO
+	// Noise is what real scraping adds: missed scrapes and jittered
+	// intervals (none by default).
+	Noise ScrapeNoise
 }
 
 // DefaultFailModeOptions: 5 s scrapes, the default diagnosis settings,

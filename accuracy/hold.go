@@ -63,13 +63,19 @@ type HoldRun struct {
 	Supported bool
 	Changes   []Change
 	// Trace is one line of signals per minute.
-	Trace []string
+	Trace       []string
+	traceMinute time.Duration
 }
 
 // RunHold plays healthy, then lever l, then healthy again, read in every
 // format of o.Formats, and records every raise and clear.
 func RunHold(l sim.Lever, seed uint64, o HoldOptions) ([]HoldRun, error) {
-	cfg := sim.DefaultConfig()
+	return runScript(sim.DefaultConfig(), l, seed, o)
+}
+
+// runScript is RunHold on base.
+func runScript(base sim.Config, l sim.Lever, seed uint64, o HoldOptions) ([]HoldRun, error) {
+	cfg := base
 	cfg.Seed = seed
 	cfg.Truth.Horizon = time.Minute
 	// A lever that leaves a backlog (a queue, long requests in flight, a
@@ -81,6 +87,9 @@ func RunHold(l sim.Lever, seed uint64, o HoldOptions) ([]HoldRun, error) {
 		{Lever: l, Duration: o.Hold},
 		{Lever: sim.Healthy, Abort: LeavesBacklog(l)},
 	}}
+	if o.Hold <= 0 {
+		cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: l}}}
+	}
 	mode, hasMode := diagnosis.ParseMode(string(l))
 	runs := make([]HoldRun, len(o.Formats))
 	for i, f := range o.Formats {
@@ -97,7 +106,8 @@ func RunHold(l sim.Lever, seed uint64, o HoldOptions) ([]HoldRun, error) {
 		if hasMode && v.Ready && v.Modes[mode].Supported {
 			r.Supported = true
 		}
-		if at%time.Minute == 0 && v.Ready {
+		if v.Ready && (len(r.Trace) == 0 || at/time.Minute != r.traceMinute) {
+			r.traceMinute = at / time.Minute
 			r.Trace = append(r.Trace, traceLine(at, v))
 		}
 		raisedBefore := map[diagnosis.Mode]bool{}
@@ -159,10 +169,21 @@ func drive(cfg sim.Config, o FailModeOptions, end time.Duration, fn func(format 
 	}
 	start := time.Unix(int64(cfg.StartUnix), 0)
 	var buf bytes.Buffer
-	for at := o.Interval; at <= end; at += o.Interval {
+	noise := newScrapeNoise(o.Noise, cfg.Seed)
+	for tick := o.Interval; tick <= end; tick += o.Interval {
+		at, missed := noise.next(tick, o.Interval)
 		e.AdvanceTo(at)
 		lever := e.Lever()
 		now := start.Add(at)
+		if missed {
+			// The scrape failed (a timeout, a dropped connection): the
+			// daemon judges the cycle with no snapshot, as it does then.
+			for i, r := range readers {
+				v := r.diag.Observe(now, nil, nil, backend != nil)
+				fn(i, at, lever, &v)
+			}
+			continue
+		}
 		var devs []gpu.Device
 		if backend != nil {
 			if devs, err = backend.Collect(context.Background()); err != nil {

@@ -47,14 +47,10 @@ func TestFailModesHold(t *testing.T) {
 	if o.Healthy < o.Settings.Baseline+o.Settings.Window {
 		t.Fatalf("healthy history %v shorter than the baseline %v and a window", o.Healthy, o.Settings.Baseline)
 	}
-	if *seedsFlag > 0 {
-		o.Seeds = nil
-		for s := 1; s <= *seedsFlag; s++ {
-			o.Seeds = append(o.Seeds, uint64(s))
-		}
-	}
+	o.Seeds = flagSeeds(o.Seeds)
+	o.Formats = flagFormats(t, o.Formats)
 	win := o.Settings.Window
-	for _, l := range sim.Levers {
+	for _, l := range flagLevers(t) {
 		var runs []HoldRun
 		for _, seed := range o.Seeds {
 			rs, err := RunHold(l, seed, o)

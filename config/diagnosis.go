@@ -48,6 +48,11 @@ type DiagnosisThresholds struct {
 	ErrorRatio           *float64  `yaml:"error_ratio"`
 	MinFinished          *float64  `yaml:"min_finished"`
 	DownShare            *float64  `yaml:"down_share"`
+	DecodeHoldJump       *float64  `yaml:"decode_hold_jump"`
+	StallSilence         *Duration `yaml:"stall_silence"`
+	StallSuspect         *Duration `yaml:"stall_suspect"`
+	QueueSlopeShare      *float64  `yaml:"queue_slope_share"`
+	QueueMinSeconds      *Duration `yaml:"queue_min_seconds"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -102,6 +107,11 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("error_ratio", ratio, t.ErrorRatio, &out.ErrorRatio),
 		f("min_finished", positive, t.MinFinished, &out.MinFinished),
 		f("down_share", ratio, t.DownShare, &out.DownShare),
+		f("decode_hold_jump", factor, t.DecodeHoldJump, &out.DecodeHoldJump),
+		d("stall_silence", t.StallSilence, &out.StallSilence),
+		d("stall_suspect", t.StallSuspect, &out.StallSuspect),
+		f("queue_slope_share", ratio, t.QueueSlopeShare, &out.QueueSlopeShare),
+		d("queue_min_seconds", t.QueueMinSeconds, &out.QueueMinSeconds),
 	}
 }
 

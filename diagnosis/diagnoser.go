@@ -270,8 +270,17 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 	var eff [NumModes]bool
 	var maskedBy [NumModes]Mode
 	var masked [NumModes]bool
+	// A stopped engine is the root cause of whatever it leaves behind (a
+	// queue that grows behind it, a hung batch at its ceiling): from
+	// StallSuspect of silence, before engine_stall itself can decide, no
+	// other mode counts as matching; its evidence stays.
+	suspect := len(sup[EngineStall]) == 0 && stopped(&v.Window, d.set.Thresholds.StallSuspect)
 	for m := range NumModes {
 		eff[m] = raw[m]
+		if suspect && m != EngineStall && raw[m] {
+			eff[m], masked[m], maskedBy[m] = false, true, EngineStall
+			continue
+		}
 		for k := range NumModes {
 			if k != m && (raw[k] || d.run[k].raised) && masks(k, m) && raw[m] {
 				eff[m], masked[m], maskedBy[m] = false, true, k
@@ -303,7 +312,10 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 			Masked: masked[m], MaskedBy: maskedBy[m], Since: d.run[m].since}
 		st.Raised = d.run[m].raised
 		// A raised mode is hidden while one that explains it is raised
-		// or matches.
+		// or matches, or while the engine is silent.
+		if st.Raised && m != EngineStall && suspect {
+			st.Raised, st.Masked, st.MaskedBy = false, true, EngineStall
+		}
 		for k := range NumModes {
 			if k != m && st.Raised && (d.run[k].raised || eff[k]) && masks(k, m) {
 				st.Raised, st.Masked, st.MaskedBy = false, true, k

@@ -40,6 +40,11 @@ type Thresholds struct {
 	QueueSlope float64 `yaml:"queue_slope"`
 	// QueueMinWaiting is the mean queue below which a slope is noise.
 	QueueMinWaiting float64 `yaml:"queue_min_waiting"`
+	// QueueSlopeShare and QueueMinSeconds scale the two with the rate of
+	// requests served, where the engine counts requests: the slope must
+	// also be QueueSlopeShare of it, the queue QueueMinSeconds of it.
+	QueueSlopeShare float64 `yaml:"queue_slope_share"`
+	QueueMinSeconds float64 `yaml:"queue_min_seconds"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".
 	CeilingShare float64 `yaml:"ceiling_share"`
@@ -70,6 +75,9 @@ type Thresholds struct {
 	// DecodeJump: a decode latency (mean inter-token latency) at least
 	// this many times the baseline's is a broken decode tail.
 	DecodeJump float64 `yaml:"decode_jump"`
+	// DecodeHoldJump: a raised decode_saturation holds while the mean
+	// inter-token latency stays at least this many times the baseline's.
+	DecodeHoldJump float64 `yaml:"decode_hold_jump"`
 	// HitRatioFall: a prefix-cache hit ratio at most this share of the
 	// baseline's has collapsed ...
 	HitRatioFall float64 `yaml:"hit_ratio_fall"`
@@ -101,6 +109,14 @@ type Thresholds struct {
 	MinFinished float64 `yaml:"min_finished"`
 	// DownShare of the window's scrapes failing is a dead engine.
 	DownShare float64 `yaml:"down_share"`
+	// StallSilence, in seconds: no token generated for this long while
+	// requests are in flight is a stopped engine (engine_stall).
+	StallSilence float64 `yaml:"stall_silence"`
+	// StallSuspect, in seconds: no token for this long while requests are
+	// in flight already explains every load symptom (a queue that grows,
+	// a batch that stays at its ceiling): until engine_stall decides, no
+	// other mode counts as matching.
+	StallSuspect float64 `yaml:"stall_suspect"`
 }
 
 // DefaultThresholds are the defaults, each with why.
@@ -112,6 +128,12 @@ func DefaultThresholds() Thresholds {
 		// Fewer than 5 waiting on average is a queue a single batch
 		// slot absorbs; it is no incident.
 		QueueMinWaiting: 5,
+		// The two above at the chat's knee (16 req/s), scaled: at 100
+		// req/s of short requests the queue at the knee wanders by
+		// tens, not by a few (short-chat shape, tuning seed 1, 1 s
+		// scrapes: queue_growth raised at its knee with the fixed bars).
+		QueueSlopeShare: 0.0125,
+		QueueMinSeconds: 0.3125,
 		// Schedulers leave a few slots free while a prefill chunk fills
 		// the step budget, so "at the ceiling" is 90 % of it.
 		CeilingShare: 0.9,
@@ -145,6 +167,11 @@ func DefaultThresholds() Thresholds {
 		// 20 % slower token steps than the baseline is a tail the
 		// users feel, and more than load at the same batch moves it.
 		DecodeJump: 1.2,
+		// Twice as slow steps as usual is a batch still several times
+		// the usual one (the decode_saturation lever's runs at 3x to 5x
+		// the baseline, seeds 1 to 20); back to the usual batch the mean
+		// returns to about 1x within a window.
+		DecodeHoldJump: 2,
 		// A fall to a third of the baseline hit ratio is a collapse;
 		// a new traffic mix moves it by less.
 		HitRatioFall: 0.33,
@@ -173,6 +200,14 @@ func DefaultThresholds() Thresholds {
 		MinFinished: 10,
 		// Half the scrapes of the window failing is a dead target.
 		DownShare: 0.5,
+		// A healthy engine with requests in flight emits tokens every
+		// step (tens of milliseconds; a prefill chunk of a very long
+		// prompt, seconds). Half a window without one is a hung step
+		// loop, named well within the window a whole silent window
+		// needs; 5 s (one default scrape interval) of silence already
+		// makes the queue it causes evidence, not a cause.
+		StallSilence: 30,
+		StallSuspect: 5,
 	}
 }
 

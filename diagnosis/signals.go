@@ -57,6 +57,16 @@ type Signals struct {
 	// counts them (llama.cpp, TGI, Triton). It shows progress on engines
 	// that count generated tokens only when a request completes.
 	EngineStepsPerSecond Value
+	// Silent is how long, in seconds up to the latest sample, the engine
+	// generated no token while requests were in flight (0 when the
+	// latest interval had tokens or nothing was in flight; absent
+	// without a generation-token counter). A failed scrape neither
+	// breaks nor extends it: the next good one covers its interval.
+	Silent Value
+	// RequestsPerSecond is the rate of requests served: those that got
+	// their first token (the TTFT histogram's count), else those that
+	// finished; absent where the engine counts neither (llama.cpp).
+	RequestsPerSecond Value
 	// FinishedPerSecond, and the shares that ended in error and abort.
 	FinishedPerSecond, ErrorRatio, AbortRatio Value
 	// GPU: the lowest SM clock ratio (mean), summed power (mean), the
@@ -193,6 +203,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 			}
 		}
 	}
+	sig.Silent = silence(ss)
 	sig.Span = time.Duration(span * float64(time.Second))
 	sig.UpShare = some(up / n)
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
@@ -229,6 +240,11 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		if fin > 0 {
 			sig.ErrorRatio, sig.AbortRatio = some(errs/fin), some(aborts/fin)
 		}
+	}
+	if tt := hists[snapshot.TTFT]; tt != nil {
+		sig.RequestsPerSecond = some(tt.count / span)
+	} else if finOK {
+		sig.RequestsPerSecond = sig.FinishedPerSecond
 	}
 	if tt := hists[snapshot.TTFT]; tt != nil && tt.count > 0 {
 		if sig.PromptTokensPerSecond.OK {
@@ -333,4 +349,33 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// silence is Signals.Silent of ss (oldest first).
+func silence(ss []sample) Value {
+	var silent float64
+	seen := false
+	for i := len(ss) - 1; i >= 0; i-- {
+		s := &ss[i]
+		if !s.delta {
+			continue
+		}
+		// Progress is a token or an engine step: an engine that counts
+		// tokens only when a request completes (llama.cpp b11669, TGI)
+		// and is still stepping through long generations is not silent.
+		g, st := s.ctr[snapshot.GenerationTokens], s.ctr[snapshot.EngineSteps]
+		if !g.OK && !st.OK {
+			break
+		}
+		seen = true
+		inflight := s.running.V + s.waiting.V
+		if g.OK && g.V > 0 || st.OK && st.V > 0 || !s.running.OK || inflight < 1 {
+			break
+		}
+		silent += s.dt
+	}
+	if !seen {
+		return Value{}
+	}
+	return some(silent)
 }

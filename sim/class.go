@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,8 @@ type classState struct {
 	active   bool
 	next     time.Duration   // next open-loop arrival
 	sessions []time.Duration // next submission per closed-loop session
+	pending  []time.Duration // bursty: the arrivals of bursts drawn, in order
+	burstAt  time.Duration   // bursty: when the next burst begins
 }
 
 func newClassState(seed uint64, idx int, spec Class) *classState {
@@ -39,8 +42,31 @@ func (cs *classState) scheduleNext(now time.Duration) {
 		return
 	}
 	gap := 1 / cs.spec.Rate
-	if cs.spec.Arrival == Poisson {
+	switch cs.spec.Arrival {
+	case Poisson:
 		gap = cs.rng.ExpFloat64() / cs.spec.Rate
+	case Bursty:
+		// Bursts begin as a Poisson process at Rate/BurstSize; each is a
+		// geometric number of requests (mean BurstSize: 1 + the failures
+		// before a success of probability 1/size) BurstGap apart, and
+		// bursts may overlap, so that the mean rate is Rate.
+		if len(cs.pending) == 0 && cs.burstAt < now {
+			cs.burstAt = now + seconds(cs.rng.ExpFloat64()*cs.spec.BurstSize/cs.spec.Rate)
+		}
+		for len(cs.pending) == 0 || cs.burstAt <= cs.pending[0] {
+			at := cs.burstAt
+			for p := 1 / cs.spec.BurstSize; ; at += cs.spec.BurstGap {
+				k, _ := slices.BinarySearch(cs.pending, at)
+				cs.pending = slices.Insert(cs.pending, k, at)
+				if cs.rng.Float64() < p {
+					break
+				}
+			}
+			cs.burstAt += seconds(cs.rng.ExpFloat64() * cs.spec.BurstSize / cs.spec.Rate)
+		}
+		cs.next = cs.pending[0]
+		cs.pending = cs.pending[1:]
+		return
 	}
 	cs.next = now + seconds(gap)
 }

@@ -178,9 +178,17 @@ func TestLeverKeepsBaselineArrivals(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Engine.MaxNumBatchedTokens = 64
-	cfg.Workload.Classes[0].Arrival = "bursty"
+	cfg.Workload.Classes[0].Arrival = "gamma"
 	_, err := New(cfg)
-	want := "sim config: engine: max num batched tokens 64 must be >= max num seqs 128\nworkload: class \"chat\": unknown arrival \"bursty\" (want poisson or constant)"
+	want := "sim config: engine: max num batched tokens 64 must be >= max num seqs 128\nworkload: class \"chat\": unknown arrival \"gamma\" (want poisson, constant or bursty)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error\n got: %v\nwant: %s", err, want)
+	}
+	// Bursty arrivals need a burst size over 1.
+	cfg = DefaultConfig()
+	cfg.Workload.Classes[0].Arrival = Bursty
+	_, err = New(cfg)
+	want = "sim config: workload: class \"chat\": bursty arrivals need a burst size over 1 and a gap of at least 0"
 	if err == nil || err.Error() != want {
 		t.Fatalf("error\n got: %v\nwant: %s", err, want)
 	}

@@ -13,6 +13,12 @@ type Arrival string
 const (
 	Poisson  Arrival = "poisson"
 	Constant Arrival = "constant"
+	// Bursty arrivals come in bursts: bursts arrive as a Poisson process
+	// at Rate/BurstSize per second, each of a geometric number of
+	// requests (mean BurstSize) BurstGap apart, so that the mean rate is
+	// still Rate (a batch job's fan-out, a retry storm, a page of users
+	// that all ask at once).
+	Bursty Arrival = "bursty"
 )
 
 // Class is one kind of traffic. It is open loop (Rate requests per second)
@@ -40,6 +46,10 @@ type Class struct {
 	RandomPrefix bool
 	// ClientTimeout overrides the workload's for this class when set.
 	ClientTimeout time.Duration
+	// BurstSize (mean requests per burst, > 1) and BurstGap (between the
+	// requests of one burst) shape Bursty arrivals.
+	BurstSize float64
+	BurstGap  time.Duration
 }
 
 // Workload is the traffic offered to the engine.
@@ -98,8 +108,11 @@ func (w *Workload) validate() error {
 		if c.Sessions < 0 || c.Rate < 0 || (c.Sessions == 0 && c.Rate == 0) {
 			errs = append(errs, fmt.Errorf("workload: class %q needs a positive rate or sessions", name))
 		}
-		if c.Sessions == 0 && c.Arrival != Poisson && c.Arrival != Constant {
-			errs = append(errs, fmt.Errorf("workload: class %q: unknown arrival %q (want poisson or constant)", name, c.Arrival))
+		if c.Sessions == 0 && c.Arrival != Poisson && c.Arrival != Constant && c.Arrival != Bursty {
+			errs = append(errs, fmt.Errorf("workload: class %q: unknown arrival %q (want poisson, constant or bursty)", name, c.Arrival))
+		}
+		if c.Sessions == 0 && c.Arrival == Bursty && (c.BurstSize <= 1 || c.BurstGap < 0) {
+			errs = append(errs, fmt.Errorf("workload: class %q: bursty arrivals need a burst size over 1 and a gap of at least 0", name))
 		}
 		if c.MaxTokens <= 0 {
 			errs = append(errs, fmt.Errorf("workload: class %q: max tokens must be positive", name))

@@ -1,0 +1,221 @@
+package accuracy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
+	"github.com/goodput-exporter/goodput-exporter/sim"
+)
+
+// Record is the evaluation as written to testdata: one line per incident
+// and per healthy outcome, from which the tables of docs/accuracy.md are
+// rendered, and against which a rerun of some of its seeds is compared.
+type Record struct {
+	Incidents []Incident
+	Healthy   []HealthyOutcome
+}
+
+func modeTimes(m map[diagnosis.Mode]time.Duration) string {
+	var out []string
+	for _, k := range slices.Sorted(modeKeys(countOnce(m))) {
+		out = append(out, fmt.Sprintf("%s@%v", k, m[k]))
+	}
+	return strings.Join(out, ",")
+}
+
+func parseModeTimes(s string) (map[diagnosis.Mode]time.Duration, error) {
+	out := map[diagnosis.Mode]time.Duration{}
+	if s == "" {
+		return out, nil
+	}
+	for _, p := range strings.Split(s, ",") {
+		name, at, ok := strings.Cut(p, "@")
+		m, known := diagnosis.ParseMode(name)
+		d, err := time.ParseDuration(at)
+		if !ok || !known || err != nil {
+			return nil, fmt.Errorf("bad mode and time %q", p)
+		}
+		out[m] = d
+	}
+	return out, nil
+}
+
+// Line is the healthy outcome's line in the record.
+func (h HealthyOutcome) Line() string {
+	return fmt.Sprintf("healthy\t%s\t%g\t%v\t%s\t%d\traised=%s", h.Case.Shape.Name, h.Case.Load, h.Case.Interval, h.Format, h.Seed, modeTimes(h.Raised))
+}
+
+// Write writes the record, one line each, in order.
+func (r *Record) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "# The failure-mode evaluation (make accuracy): one line per incident and per healthy run.")
+	for _, in := range r.Incidents {
+		fmt.Fprintln(bw, "incident\t"+in.Line())
+	}
+	for _, h := range r.Healthy {
+		fmt.Fprintln(bw, h.Line())
+	}
+	return bw.Flush()
+}
+
+// ReadRecord parses what Write wrote.
+func ReadRecord(rd io.Reader) (*Record, error) {
+	r := &Record{}
+	sc := bufio.NewScanner(rd)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		var err error
+		switch {
+		case f[0] == "incident" && len(f) == 10:
+			var in Incident
+			in, err = parseIncident(f[1:])
+			r.Incidents = append(r.Incidents, in)
+		case f[0] == "healthy" && len(f) == 7:
+			var h HealthyOutcome
+			h, err = parseHealthy(f[1:])
+			r.Healthy = append(r.Healthy, h)
+		default:
+			err = fmt.Errorf("unknown line")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("record line %d %q: %w", n, line, err)
+		}
+	}
+	return r, sc.Err()
+}
+
+func field(f, key string) (string, error) {
+	v, ok := strings.CutPrefix(f, key+"=")
+	if !ok {
+		return "", fmt.Errorf("want %s=, have %q", key, f)
+	}
+	return v, nil
+}
+
+func parseIncident(f []string) (Incident, error) {
+	in := Incident{Lever: sim.Lever(f[0]), Format: sim.Format(f[1])}
+	var errs []error
+	get := func(i int, key string) string {
+		v, err := field(f[i], key)
+		errs = append(errs, err)
+		return v
+	}
+	seed, err := strconv.ParseUint(f[2], 10, 64)
+	errs = append(errs, err)
+	in.Seed = seed
+	in.Supported = get(3, "supported") == "true"
+	in.Detect, err = time.ParseDuration(get(4, "detect"))
+	errs = append(errs, err)
+	in.Raises, err = strconv.Atoi(get(5, "raises"))
+	errs = append(errs, err)
+	in.Held = get(6, "held") == "true"
+	in.Clear, err = time.ParseDuration(get(7, "clear"))
+	errs = append(errs, err)
+	in.Others, err = parseModeTimes(get(8, "others"))
+	errs = append(errs, err)
+	for _, e := range errs {
+		if e != nil {
+			return in, e
+		}
+	}
+	in.Detected = in.Detect >= 0 && in.Detect <= DetectWithin*DefaultEvalOptions().Settings.Window
+	return in, nil
+}
+
+func parseHealthy(f []string) (HealthyOutcome, error) {
+	s, ok := sim.ShapeByName(f[0])
+	if !ok {
+		return HealthyOutcome{}, fmt.Errorf("unknown shape %q", f[0])
+	}
+	load, err1 := strconv.ParseFloat(f[1], 64)
+	iv, err2 := time.ParseDuration(f[2])
+	seed, err3 := strconv.ParseUint(f[4], 10, 64)
+	raised, err4 := field(f[5], "raised")
+	m, err5 := parseModeTimes(raised)
+	for _, e := range []error{err1, err2, err3, err4, err5} {
+		if e != nil {
+			return HealthyOutcome{}, e
+		}
+	}
+	return HealthyOutcome{Case: HealthyCase{Shape: s, Load: load, Interval: iv, Noise: HealthyNoise}, Seed: seed, Format: sim.Format(f[3]), Raised: m}, nil
+}
+
+// WriteHealthyMarkdown writes the healthy table: per shape, load and
+// cadence, the runs that passed (nothing raised at or under the knee;
+// queue_growth alone past it), the modes raised, and for the load past
+// the knee when queue_growth was first raised (median / P90 / max).
+func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
+	type key struct {
+		shape string
+		load  float64
+		iv    time.Duration
+	}
+	var keys []key
+	groups := map[key][]HealthyOutcome{}
+	seeds := map[uint64]bool{}
+	for _, h := range hs {
+		k := key{h.Case.Shape.Name, h.Case.Load, h.Case.Interval}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], h)
+		seeds[h.Seed] = true
+	}
+	var b strings.Builder
+	ss := slices.Sorted(func(y func(uint64) bool) {
+		for s := range seeds {
+			if !y(s) {
+				return
+			}
+		}
+	})
+	if len(ss) > 0 {
+		fmt.Fprintf(&b, "Seeds %d to %d (%d), every format; %v of healthy traffic per run, one scrape in %d missed and intervals jittered by up to ±%.0f %%.\n\n",
+			ss[0], ss[len(ss)-1], len(ss), HealthyRunLength, HealthyNoise.MissOneIn, 100*HealthyNoise.Jitter)
+	}
+	b.WriteString("| shape | knee (req/s) | load | scrapes every | passed | modes raised (runs) | queue_growth raised after (median / P90 / max) |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		g := groups[k]
+		pass := 0
+		count := map[diagnosis.Mode]int{}
+		var q []time.Duration
+		for _, h := range g {
+			if h.Pass() {
+				pass++
+			}
+			for m, at := range h.Raised {
+				count[m]++
+				if m == diagnosis.QueueGrowth {
+					q = append(q, at)
+				}
+			}
+		}
+		var raised []string
+		for _, m := range slices.Sorted(modeKeys(count)) {
+			raised = append(raised, fmt.Sprintf("%s (%d)", m, count[m]))
+		}
+		want := "nothing raised"
+		if k.load > 1 {
+			want = "queue_growth alone"
+		}
+		qs := "—"
+		if k.load > 1 {
+			qs = quantiles(q)
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %gx knee | %v | %s: %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, want, pct(pass, len(g)), strings.Join(raised, ", "), qs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,134 @@
+package diagnosis
+
+import (
+	"math"
+	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// A stopped engine whose hung batch sits at its ceiling while the queue
+// grows behind it (10 requests a second, no token out): the queue is the
+// stall's symptom, so queue_growth must never be raised, not even in the
+// half window before engine_stall can be named; engine_stall is named
+// once the silence reaches StallSilence, with the silence in its
+// evidence.
+func TestStalledEngineIsNotAQueue(t *testing.T) {
+	d, e := New(settings()), newEngine()
+	const healthyCycles = 80
+	vs := run(d, e, 0, healthyCycles, func(int) { e.healthy() })
+	for i, v := range vs {
+		if len(v.Raised()) > 0 {
+			t.Fatalf("healthy cycle %d raised %v", i, v.Raised())
+		}
+	}
+	// The stall: the 40 running never finish (the batch observed at its
+	// ceiling all along), every 5 s 50 more wait, no counter moves.
+	stall := run(d, e, healthyCycles, 24, func(int) { e.waiting += 50 })
+	named := -1
+	for k, v := range stall {
+		// The window holds the last minute: the silence it shows too.
+		silent := min(5*float64(k+1), 60)
+		if got := v.Window.Silent; !got.OK || math.Abs(got.V-silent) > 1e-9 {
+			t.Fatalf("stall cycle %d: silent %+v, want %.0f s", k, got, silent)
+		}
+		for _, m := range v.Raised() {
+			if m != EngineStall {
+				t.Fatalf("stall cycle %d (%.0f s silent): %s raised: %s", k, silent, m, v.Modes[m].Evidence)
+			}
+		}
+		if v.Modes[QueueGrowth].Matching {
+			t.Fatalf("stall cycle %d: queue_growth counts as matching", k)
+		}
+		if named < 0 && v.Modes[EngineStall].Raised {
+			named = k
+		}
+	}
+	// The stall rule matches at 30 s of silence (the 6th silent cycle) and
+	// enter 2 raises it a cycle later: 35 s after the last token.
+	if want := 6; named != want {
+		t.Fatalf("engine_stall raised at stall cycle %d, want %d (35 s of silence)", named, want)
+	}
+	// Meanwhile the queue's own rule matched (waiting grew at the
+	// ceiling): it is evidence, masked by the stall.
+	v := stall[3]
+	if st := v.Modes[QueueGrowth]; !st.Masked || st.MaskedBy != EngineStall {
+		t.Fatalf("20 s into the stall queue_growth is %+v, want masked by engine_stall", st)
+	}
+}
+
+// A missed scrape neither breaks nor extends the silence; tokens end it;
+// nothing in flight is no silence.
+func TestSilenceByHand(t *testing.T) {
+	mk := func(gen, running, waiting float64, delta bool) sample {
+		s := sample{delta: delta, dt: 5, running: some(running), waiting: some(waiting)}
+		s.ctr[snapshot.GenerationTokens] = some(gen)
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		ss   []sample
+		want Value
+	}{
+		{"tokens in the last interval", []sample{mk(0, 3, 0, true), mk(10, 3, 0, true)}, some(0)},
+		{"two silent intervals after tokens", []sample{mk(10, 3, 0, true), mk(0, 3, 0, true), mk(0, 3, 2, true)}, some(10)},
+		{"a missed scrape in between", []sample{mk(10, 3, 0, true), mk(0, 3, 0, true), {t: t0}, mk(0, 3, 0, true)}, some(10)},
+		{"idle: nothing in flight", []sample{mk(0, 0, 0, true), mk(0, 0, 0, true)}, some(0)},
+		{"only waiting, none running", []sample{mk(10, 1, 0, true), mk(0, 0, 4, true)}, some(5)},
+		{"no counter", []sample{{delta: true, dt: 5, running: some(3)}}, Value{}},
+	} {
+		if got := silence(tc.ss); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The queue's bars by hand: the fixed ones at the chat's knee and
+// without a request rate, scaled at 100 requests a second.
+func TestQueueBarsByHand(t *testing.T) {
+	th := DefaultThresholds()
+	for _, tc := range []struct {
+		rate        Value
+		slope, wait float64
+	}{
+		{Value{}, 0.2, 5},
+		{some(16), 0.2, 5},
+		{some(8), 0.2, 5},
+		{some(100), 1.25, 31.25},
+	} {
+		s, w := queueBars(&Signals{RequestsPerSecond: tc.rate}, &th)
+		if math.Abs(s-tc.slope) > 1e-12 || math.Abs(w-tc.wait) > 1e-12 {
+			t.Errorf("rate %+v: bars %.4f/s from %.4f, want %.4f/s from %.4f", tc.rate, s, w, tc.slope, tc.wait)
+		}
+	}
+}
+
+// decode_saturation on per-token data: the mean at the bar counts only
+// with steps slower than the baseline's; raised, it holds while steps
+// stay decode_hold_jump times the baseline's, though the mean dipped
+// under the bar.
+func TestDecodeSaturationPerTokenByHand(t *testing.T) {
+	th := DefaultThresholds()
+	o := Objectives{DecodeLatency: 0.05, DecodeTarget: 0.95, TTFTLatency: 0.5, TTFTTarget: 0.99}
+	win := func(itl float64) *Signals {
+		return &Signals{DecodePerToken: true, DecodeMean: some(itl), TTFTAttainment: some(1),
+			Waiting: some(0), Running: some(100), WaitingSlope: some(0), PreemptionsPerSecond: some(0)}
+	}
+	base := func(itl float64) *Signals { return &Signals{DecodeMean: some(itl)} }
+	for _, tc := range []struct {
+		name       string
+		w, b       *Signals
+		held, want bool
+	}{
+		{"a slow model at its knee: 42 ms, as usual", win(0.042), base(0.040), false, false},
+		{"the batch grew: 42 ms against 13", win(0.042), base(0.013), false, true},
+		{"under the bar", win(0.039), base(0.013), false, false},
+		{"raised, dipped under the bar, still 3x the baseline", win(0.039), base(0.013), true, true},
+		{"raised, back to the usual steps", win(0.014), base(0.013), true, false},
+	} {
+		got, why := decodeSaturation(tc.w, tc.b, true, tc.held, &th, &o)
+		if got != tc.want {
+			t.Errorf("%s: %v, want %v (%s)", tc.name, got, tc.want, why)
+		}
+	}
+}
