@@ -48,7 +48,7 @@ func TestExactUnderFaultyDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	WriteWindowTable(&table, steps)
+	WriteDeliveryTable(&table, steps)
 	t.Log("\n" + table.String())
 	complete, incomplete, copies, unstarted := 0, 0, 0, 0
 	for _, s := range steps {

@@ -85,9 +85,9 @@ func (f *spanFeed) windows(k int, slo goodput.SLO, recs []sim.Record, from, ever
 	return out
 }
 
-// WriteWindowTable prints the windows of every step and SLO: truth, exact,
+// WriteDeliveryTable prints the windows of every step and SLO: truth, exact,
 // the spans that crossed the edges, and the histograms' judged count.
-func WriteWindowTable(w io.Writer, steps []Step) error {
+func WriteDeliveryTable(w io.Writer, steps []Step) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RATE\tSLO\tWINDOW\tREQUESTS true/exact\tGOOD true/exact\tGOOD TOKENS true/exact\tLATE OUT\tLOST\tLATE IN\tJUDGED (histograms)\tCOMPLETE\tEXPLAINED")
 	for _, s := range steps {
