@@ -160,7 +160,7 @@ func (c *Continuity) compare(prev, cur *snapshot.Snapshot) (flip, restart, basel
 		if c.seen(cs) {
 			return fmt.Sprintf("its process start time went back to %s, seen earlier, from %s", cs, ps), "", "", false
 		}
-		if cs.unix && cs.v < float64(prev.Time.Unix())-startTolerance {
+		if cs.unix && cs.v < float64(prev.Time.UnixNano())/1e9-startTolerance {
 			return "", "", fmt.Sprintf("another engine process answers (started at %s, before the previous scrape): its counts are of unknown age and only set the baseline", cs), false
 		}
 		if why := allFell(prev, cur); why != "" {

@@ -20,6 +20,7 @@ func TestRestartToleranceBoundary(t *testing.T) {
 			before  time.Duration // process start before the previous scrape
 			restart bool
 		}{
+			{2500 * time.Millisecond, false},
 			{3 * time.Second, false},
 			{3500 * time.Millisecond, false},
 			{10 * time.Second, false},
@@ -30,8 +31,8 @@ func TestRestartToleranceBoundary(t *testing.T) {
 			{0, true},
 			{-time.Second, true}, // after the previous scrape
 		} {
-			prevAt := time.Unix(1000, 0).Add(frac)
-			prev := &snapshot.Snapshot{Time: prevAt, ProcessStart: 100, Models: []snapshot.Model{{Name: "m"}}}
+			prevAt := time.Unix(1_780_000_000, 0).Add(frac) // 2026: start times are plausible Unix seconds
+			prev := &snapshot.Snapshot{Time: prevAt, ProcessStart: 1_779_000_000, Models: []snapshot.Model{{Name: "m"}}}
 			prev.Models[0].Counters[snapshot.GenerationTokens] = snapshot.Value{V: 500, OK: true}
 			start := float64(prevAt.Add(-c.before).UnixNano()) / 1e9
 			cur := &snapshot.Snapshot{Time: prevAt.Add(5 * time.Second), ProcessStart: start, Models: []snapshot.Model{{Name: "m"}}}
