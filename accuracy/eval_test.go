@@ -279,12 +279,16 @@ func TestFailModeRates(t *testing.T) {
 	}
 	// Healthy traffic at or under the knee: nothing raised, except where
 	// the evaluation measured otherwise (after tuning on seed 1, which
-	// was clean): at most this many of the 15 runs (5 seeds × 3 formats)
-	// raised something. The README and docs/accuracy.md state these;
-	// the test fails if any gets worse.
+	// was clean for the vLLM, SGLang and llama.cpp formats; the other
+	// four were never tuned on): at most this many of the 35 runs (5
+	// seeds × 7 formats) raised something. The prefill_interference
+	// raises at half the knee are all trtllm-serve's, which counts tokens
+	// only when a request completes. The README and docs/accuracy.md
+	// state these; the test fails if any gets worse.
 	shortfall := map[string]int{
-		"bursty 1x 1s": 6, "bursty 1x 5s": 4,
-		"slow-model 1x 1s": 7, "slow-model 1x 5s": 6,
+		"bursty 0.5x 1s": 2, "bursty 1x 1s": 14, "bursty 1x 5s": 8,
+		"rag 0.5x 1s": 2, "rag 0.5x 5s": 1, "rag 1x 1s": 3, "rag 1x 5s": 2,
+		"slow-model 1x 1s": 16, "slow-model 1x 5s": 14,
 	}
 	raised := map[string]int{}
 	for _, h := range rec.Healthy {
