@@ -193,18 +193,7 @@ func TestStartTimeFlipping(t *testing.T) {
 // were are two engines alternating.
 func TestCounterOnlyContinuity(t *testing.T) {
 	var c Continuity
-	judge := func(prev, cur *snapshot.Snapshot) string {
-		v := c.Judge(prev, cur)
-		switch {
-		case v.Flip != nil:
-			return "flip"
-		case v.Restart != "":
-			return "restart"
-		case v.Baseline != "":
-			return "baseline"
-		}
-		return ""
-	}
+	judge := func(prev, cur *snapshot.Snapshot) string { return verdictWord(c.Judge(prev, cur)) }
 	a := snapAt(t, 0, 0, 1000)
 	dip := snapAt(t, 5, 0, 1000)
 	dip.Models[0].Counters[snapshot.GenerationTokens].V = 999.9
@@ -237,4 +226,17 @@ func TestCounterOnlyContinuity(t *testing.T) {
 	if got := judge(y, z); got != "flip" {
 		t.Errorf("switch back above the old values: %q, want flip", got)
 	}
+}
+
+// verdictWord names a verdict: flip, restart, baseline or "" (continue).
+func verdictWord(v Verdict) string {
+	switch {
+	case v.Flip != nil:
+		return "flip"
+	case v.Restart != "":
+		return "restart"
+	case v.Baseline != "":
+		return "baseline"
+	}
+	return ""
 }

@@ -161,18 +161,7 @@ func TestStartTimeWobbleIsOneProcess(t *testing.T) {
 // address alternating between two processes.
 func TestAlternationWithoutStartTime(t *testing.T) {
 	var c Continuity
-	judge := func(prev, cur *snapshot.Snapshot) string {
-		v := c.Judge(prev, cur)
-		switch {
-		case v.Flip != nil:
-			return "flip"
-		case v.Restart != "":
-			return "restart"
-		case v.Baseline != "":
-			return "baseline"
-		}
-		return ""
-	}
+	judge := func(prev, cur *snapshot.Snapshot) string { return verdictWord(c.Judge(prev, cur)) }
 	seq := []struct {
 		gen  float64
 		want string
