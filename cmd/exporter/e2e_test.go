@@ -157,8 +157,9 @@ func startDaemon(t testing.TB, args ...string) (string, int) {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var line struct{ Msg, Address string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "Listening on" {
+			var line struct{ Msg, Address, Component string }
+			// The OTLP/HTTP receiver listens too, and says so as "otlp".
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "Listening on" && line.Component == "" {
 				addr <- line.Address
 			}
 		}

@@ -123,7 +123,9 @@ func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.E
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if err := serveHTTP(ctx, srv, []net.Listener{ls.http}, webConfig, e); err != nil {
+			// Its "Listening on" line says it is the receiver's, not /metrics'.
+			oe := &env{ctx: e.ctx, stdout: e.stdout, stderr: e.stderr, logger: e.logger.With("component", "otlp")}
+			if err := serveHTTP(ctx, srv, []net.Listener{ls.http}, webConfig, oe); err != nil {
 				e.logger.Error("OTLP HTTP receiver stopped", "err", err)
 			}
 		}()
