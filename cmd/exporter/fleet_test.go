@@ -26,7 +26,7 @@ import (
 const chartLimitMiB = 192
 
 // TestFleetMemoryUnderTheChartLimit runs the built daemon as the chart
-// runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 90 %)
+// runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 80 %)
 // against 200 targets on loopback: 163 ordinary vLLM engines, 7 serving
 // 100 MB bodies (chunked, so each is read to its 32 MiB cap), and 30
 // hostile ones (testbody.Hostile, each kind three times), scraped every

@@ -31,7 +31,7 @@ type serveCmd struct {
 	MaxTokenRate  float64       `name:"collect.max-token-rate" default:"2000000" help:"Tokens per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	MemoryLimit   string        `name:"runtime.memory-limit" env:"GOODPUT_EXPORTER_MEMORY_LIMIT" placeholder:"SIZE" help:"The container's memory limit, to size the Go runtime's soft limit from (the Helm chart passes resources.limits.memory). Default: the cgroup's (v2 memory.max, v1 memory.limit_in_bytes). GOMEMLIMIT, when set, wins over both."`
-	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.9" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
+	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.8" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
 	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
