@@ -202,7 +202,7 @@ func BenchmarkParseShiftingBounds(b *testing.B) {
 	}
 }
 
-// A model name and a finish reason of 256 KiB are shortened
+// A model name and a finish reason of 6 KiB are shortened
 // (snapshot.CapLabelValue) and the series counted, on every parse; a name
 // at the cap is kept whole.
 func TestLongLabelValuesAreShortened(t *testing.T) {
@@ -210,7 +210,7 @@ func TestLongLabelValuesAreShortened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, reason, fits := strings.Repeat("m", 256<<10), strings.Repeat("r", 256<<10), strings.Repeat("f", 512)
+	long, reason, fits := strings.Repeat("m", 6<<10), strings.Repeat("r", 6<<10), strings.Repeat("f", 512)
 	body := []byte(fmt.Sprintf("vllm:num_requests_running{model_name=%q} 3\n"+
 		"vllm:request_success_total{finished_reason=%q,model_name=%q} 7\n"+
 		"vllm:num_requests_running{model_name=%q} 1\n", long, reason, fits, fits))
@@ -232,4 +232,125 @@ func TestLongLabelValuesAreShortened(t *testing.T) {
 			t.Errorf("shortened %d, first %q…; want 2, the model", snap.Shortened, snap.ShortenedValue[:10])
 		}
 	}
+}
+
+// A series longer than maxSeriesBytes (a model name of 256 KiB) is left
+// out unread, with an error naming its family, on every parse, in both
+// the text fast path and textparse's pass; the series around it stand,
+// and nothing of it is remembered.
+func TestOverlongSeriesAreLeftOut(t *testing.T) {
+	huge := strings.Repeat("x", 256<<10)
+	body := []byte(fmt.Sprintf("# HELP vllm:num_requests_running %s\n"+
+		"vllm:num_requests_running{model_name=%q} 3\n"+
+		"vllm:num_requests_running{model_name=\"a\"} 2\n"+
+		"vllm:num_requests_waiting{model_name=%q} 4\n"+
+		"vllm:num_requests_waiting{model_name=\"a\"} 1\n", huge, huge, huge))
+	for _, slowOnly := range []bool{false, true} {
+		p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+		p.slowOnly = slowOnly
+		for i := range 3 {
+			snap, err := p.Parse(body, "", time.Unix(int64(i), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Models) != 1 || snap.Models[0].Name != "a" || snap.Models[0].Gauges[snapshot.Running].V != 2 || snap.Models[0].Gauges[snapshot.Waiting].V != 1 {
+				t.Fatalf("slowOnly %v, parse %d: want model a alone (running 2, waiting 1): %+v", slowOnly, i, snap.Models)
+			}
+			if e := familyErr(snap, "vllm:num_requests_running"); e == nil || !strings.Contains(e.Error(), "2 series left out unread: longer than 16384 bytes") {
+				t.Errorf("slowOnly %v, parse %d: error %v (all: %v)", slowOnly, i, e, snap.Errors)
+			}
+			for k := range p.cache {
+				if len(k) > maxSeriesBytes {
+					t.Fatalf("a %d-byte series is cached", len(k))
+				}
+			}
+			for k := range p.comments {
+				if len(k) > maxSeriesBytes {
+					t.Fatalf("a %d-byte comment line is cached", len(k))
+				}
+			}
+		}
+	}
+}
+
+// Past maxCachedSeries series (or maxCachedBytes of their text) the
+// parser still reads every series of a body, right, but remembers none
+// of the rest after it: values equal those of a parser with room, and
+// the cache stays at its bound parse after parse.
+func TestSeriesPastTheCacheBoundAreReadNotKept(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	const n = maxCachedSeries + 500
+	want := 0.0
+	for i := range n {
+		// One model, many series (an engine label that varies): the
+		// gauge of the model is their sum.
+		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",engine=\"%d\"} %d\n", i, i%7)
+		want += float64(i % 7)
+	}
+	body := []byte(b.String())
+	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+	for i := range 3 {
+		snap, err := p.Parse(body, "", time.Unix(int64(i), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.Model("m").Gauges[snapshot.Running].V; got != want {
+			t.Errorf("parse %d: running %v, want %v (the sum of all %d series)", i, got, want, n)
+		}
+		if len(p.cache) > maxCachedSeries || len(p.canon) > maxCachedSeries {
+			t.Errorf("parse %d: %d series cached (%d canonical), bound %d", i, len(p.cache), len(p.canon), maxCachedSeries)
+		}
+		if len(p.cache) < maxCachedSeries-1 {
+			t.Errorf("parse %d: only %d series cached: the bound should be filled, not emptied", i, len(p.cache))
+		}
+	}
+	// The byte bound: a few series of 8 KiB each fill 4 MiB at 512.
+	b.Reset()
+	long := strings.Repeat("y", 8<<10)
+	for i := range 600 {
+		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",x=\"%s%d\"} 1\n", long, i)
+	}
+	p, _ = NewParser(snapshot.VLLM, ParseOptions{})
+	for i := range 2 {
+		snap, err := p.Parse([]byte(b.String()), "", time.Unix(int64(i), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.Model("m").Gauges[snapshot.Running].V; got != 600 {
+			t.Errorf("parse %d: running %v, want 600", i, got)
+		}
+		text := 0
+		for k := range p.cache {
+			text += len(k)
+		}
+		if text > maxCachedBytes || p.cachedBytes != text {
+			t.Errorf("parse %d: %d bytes of series text cached (counted %d), bound %d", i, text, p.cachedBytes, maxCachedBytes)
+		}
+	}
+}
+
+// A body of 50,000 bucket bounds past the cap leaves nothing alive after
+// its parse: the slots of the series past the cap were neither cached nor
+// linked as guesses, so the heap goes back to what it was.
+func TestShiftingBoundsLeaveNoLiveSlots(t *testing.T) {
+	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
+	if _, err := p.Parse(manyBounds(20, 0), "", time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 4 {
+		if _, err := p.Parse(manyBounds(50000, i+1), "", time.Unix(int64(i+1), 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// 50,000 slots with their sorted labels were about 4 MiB a body.
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
+		t.Errorf("heap grew by %.1f MiB after four bodies of 50,000 shifting bounds", float64(grown)/(1<<20))
+	}
+	runtime.KeepAlive(p)
 }

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,10 @@ type Parser struct {
 
 	// per-parse state
 	learnt         []string // series first seen in this parse
+	transient      []string // series read in this parse, not remembered after it
+	cachedBytes    int      // the text of the series cached (an upper bound between sweeps)
+	refused        int      // series longer than maxSeriesBytes, left out
+	refusedName    string   // the first one's metric name
 	learntComments []string // comment lines first seen in this parse
 	entries        int      // entries read, as textparse counts them
 	last           []byte   // the last series read, for error messages
@@ -94,9 +99,12 @@ type slot struct {
 	reason string
 	proc   bool   // process_start_time_seconds
 	cut    string // a model or reason value shortened (CapLabelValue), as shortened
-	over   string
-	canon  string // the series' sorted labels, its key in Parser.canon
-	err    error  // the series is unusable; reported on every parse
+	// transient: in the cache for this parse only (to see duplicates),
+	// forgotten when it ends (see maxCachedSeries); never a guess.
+	transient bool
+	over      string
+	canon     string // the series' sorted labels, its key in Parser.canon
+	err       error  // the series is unusable; reported on every parse
 	// next is the slot of the series that followed this one in the last
 	// body, and at and alen where that body's text of this series is in
 	// the parser's arena (of generation agen): the fast path checks that
@@ -144,6 +152,27 @@ func (p *Parser) SetDeadline(t time.Time) { p.deadline = t }
 // reads and learns one by one (a body of new series every scrape).
 const deadlineEvery = 256
 
+// What one target's parser reads and remembers. A series (or comment
+// line) longer than maxSeriesBytes is left out unread, with an error
+// naming its family: label values are cut to 512 bytes anyway
+// (snapshot.CapLabelValue), and reading a hostile engine's 256 KiB names
+// costs several copies of each. A series learnt when the parser
+// remembers maxCachedSeries series, or maxCachedBytes of their text,
+// already (and a comment line past the same limits) is read on every
+// body and forgotten when it ends: the target then costs more CPU a
+// scrape (bounded by its timeout), never more memory. So one target's
+// lasting parse state is at most about 3 × maxCachedBytes (a series'
+// text as the cache's key, its sorted labels, and its copy in the
+// arena) plus maxCachedSeries slots of about 200 bytes: about 16 MiB.
+// Real engines write a few hundred to a few thousand series of about a
+// hundred bytes (the vLLM capture of the fleet figure: 664 series,
+// 90 KiB of series text).
+const (
+	maxSeriesBytes  = 16 << 10
+	maxCachedSeries = 20000
+	maxCachedBytes  = 4 << 20
+)
+
 // Parse reads one body. contentType selects Prometheus text 0.0.4 or
 // OpenMetrics 1.0 (empty means text). A malformed body is an error and
 // yields no snapshot; a family that is present but unusable (a histogram
@@ -173,6 +202,7 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	defer func() { p.last = nil }() // a slice of body: do not keep it
 	if text {
 		if err = p.parseText(body); err != nil {
+			clear(p.marks)
 			p.marks, p.rebuild, p.misses = p.marks[:0], false, 0
 		}
 	} else {
@@ -180,8 +210,10 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	}
 	if err != nil {
 		p.forgetLearnt()
+		p.forgetTransient()
 		return nil, err
 	}
+	p.forgetTransient()
 	snap := p.finish(now)
 	if text {
 		p.rebuildArena(body)
@@ -199,6 +231,7 @@ func (p *Parser) resetCache() {
 	p.canon = map[string]*slot{}
 	p.comments = map[string]*commentSlot{}
 	p.head.next = nil
+	p.cachedBytes = 0
 	p.agen++
 	p.dirty = true
 }
@@ -225,10 +258,14 @@ func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 			continue
 		}
 		series, _, v := tp.Series()
+		if len(series) > maxSeriesBytes {
+			p.refuse(series)
+			continue
+		}
 		p.last = series
 		s := p.cache[string(series)]
 		if s == nil {
-			s = p.learn(tp, series)
+			s = p.learnSeries(tp, series)
 		}
 		p.follow(s)
 		p.apply(s, v, series)
@@ -238,6 +275,9 @@ func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 // follow records that s comes after the previous series, as a guess for
 // the next body.
 func (p *Parser) follow(s *slot) {
+	if s.transient || s.dead {
+		return // gone after this parse: no guess, and nothing to keep it alive
+	}
 	p.prev.next = s
 	p.prev = s
 }
@@ -258,6 +298,31 @@ func (p *Parser) syntaxError(err error) error {
 	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", p.entries+1, p.last, err)
 }
 
+// forgetTransient drops the series that were to be remembered for one
+// parse only (see maxCachedSeries); their values were applied already.
+func (p *Parser) forgetTransient() {
+	for _, k := range p.transient {
+		s := p.cache[k]
+		if s == nil || !s.transient {
+			continue
+		}
+		if p.canon[s.canon] == s {
+			delete(p.canon, s.canon)
+		}
+		if s.gen == p.gen {
+			p.seen-- // sweep compares what was seen with what is cached
+		}
+		s.dead = true
+		delete(p.cache, k)
+	}
+	clear(p.transient)
+	if cap(p.transient) > 1024 {
+		p.transient = nil
+	} else {
+		p.transient = p.transient[:0]
+	}
+}
+
 // forgetLearnt drops the series first seen in a parse that failed, so that
 // a target serving garbage cannot grow the cache.
 func (p *Parser) forgetLearnt() {
@@ -268,6 +333,9 @@ func (p *Parser) forgetLearnt() {
 			delete(p.canon, s.canon)
 		}
 		if s != nil {
+			if !s.transient && !s.dead {
+				p.cachedBytes -= len(k)
+			}
 			s.dead = true
 		}
 		delete(p.cache, k)
@@ -287,7 +355,30 @@ func (p *Parser) begin() {
 	p.procStart, p.procSeen = 0, false
 	p.dupes, p.dupeSeries = 0, ""
 	p.shortened, p.shortValue = 0, ""
+	p.refused, p.refusedName = 0, ""
 	p.errs = nil
+}
+
+// learnSeries learns a series seen for the first time and counts its
+// text against maxCachedBytes when it is cached.
+func (p *Parser) learnSeries(tp textparse.Parser, series []byte) *slot {
+	s := p.learn(tp, series)
+	if !s.transient && !s.dead {
+		p.cachedBytes += len(series)
+	}
+	return s
+}
+
+// refuse leaves out a series longer than maxSeriesBytes, unread.
+func (p *Parser) refuse(series []byte) {
+	if p.refused == 0 {
+		name := series
+		if i := bytes.IndexAny(name, "{ \t"); i >= 0 {
+			name = name[:i]
+		}
+		p.refusedName = string(name[:min(len(name), 128)])
+	}
+	p.refused++
 }
 
 // learn classifies a series seen for the first time.
@@ -300,10 +391,17 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 		// The same series spelt differently (labels in another order):
 		// one slot, so that the second sample is seen as a duplicate.
 		p.cache[key] = s
+		if s.transient {
+			p.transient = append(p.transient, key)
+		}
 		return s
 	}
 	s := &slot{bucket: -1, canon: canon}
 	p.canon[canon] = s
+	if len(p.cache) >= maxCachedSeries || p.cachedBytes+len(key) > maxCachedBytes {
+		s.transient = true
+		p.transient = append(p.transient, key)
+	}
 	name := p.lbls.Get(labels.MetricName)
 	if name == "process_start_time_seconds" {
 		s.proc = true
@@ -467,6 +565,9 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 	if p.dropped > 0 {
 		p.errs = append(p.errs, &FamilyError{Model: p.droppedModel, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
 	}
+	if p.refused > 0 {
+		p.errs = append(p.errs, &FamilyError{Family: p.refusedName, Err: fmt.Errorf("%d series left out unread: longer than %d bytes (engines write about a hundred)", p.refused, maxSeriesBytes)})
+	}
 	snap.Errors = p.errs
 	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
 	snap.Shortened, snap.ShortenedValue = p.shortened, p.shortValue
@@ -508,6 +609,12 @@ func (p *Parser) sweep() {
 				delete(p.canon, s.canon)
 				s.dead = true
 			}
+		}
+	}
+	p.cachedBytes = 0
+	for k, s := range p.cache {
+		if !s.transient {
+			p.cachedBytes += len(k)
 		}
 	}
 }

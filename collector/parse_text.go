@@ -63,7 +63,12 @@ func (p *Parser) rebuildArena(body []byte) {
 			p.arena = append(p.arena, body[m.start:m.end]...)
 		}
 	}
-	p.marks = p.marks[:0]
+	clear(p.marks) // the slots of series since forgotten are not kept alive
+	if cap(p.marks) > 4*maxCachedSeries {
+		p.marks = nil
+	} else {
+		p.marks = p.marks[:0]
+	}
 	p.rebuild, p.misses = false, 0
 }
 
@@ -263,7 +268,9 @@ func (p *Parser) fastSample(line []byte, off int) bool {
 			p.misses++ // in the arena, elsewhere: a line moved or repeated
 		}
 	}
-	p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
+	if !s.transient {
+		p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
+	}
 	p.follow(s)
 	if math.IsNaN(v) {
 		v = math.Float64frombits(value.NormalNaN) // as textparse does
@@ -281,6 +288,15 @@ func (p *Parser) fastSample(line []byte, off int) bool {
 // goes on to the next line, a NUL that ends the body): the caller then
 // reads the rest of the body with textparse.
 func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
+	if len(line) > maxSeriesBytes {
+		// Left out unread (see maxSeriesBytes): a comment line without a
+		// trace, a sample line with an error.
+		if line[0] == '#' {
+			return lineComment, true
+		}
+		p.refuse(line)
+		return lineSample, true
+	}
 	buf := line
 	ctx := p.mtype == model.MetricTypeHistogram || p.mtype == model.MetricTypeSummary
 	if ctx {
@@ -310,9 +326,11 @@ func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
 		p.last = series
 		s := p.cache[string(series)]
 		if s == nil {
-			s = p.learn(tp, series)
+			s = p.learnSeries(tp, series)
 		}
-		p.marks = append(p.marks, mark{s, int32(off), int32(off + len(series))})
+		if !s.transient && !s.dead {
+			p.marks = append(p.marks, mark{s, int32(off), int32(off + len(series))})
+		}
 		p.follow(s)
 		p.apply(s, v, series)
 		return lineSample, true
@@ -334,6 +352,9 @@ func (p *Parser) learnComment(line []byte, cs *commentSlot) {
 			p.cseen++
 		}
 		return
+	}
+	if len(p.comments) >= maxCachedSeries {
+		return // read again next time (see maxCachedSeries)
 	}
 	k := string(line)
 	cs.gen = p.gen

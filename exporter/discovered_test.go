@@ -1,10 +1,13 @@
 package exporter
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
@@ -105,5 +108,58 @@ func TestConfiguredPodLabelsItsSeries(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("only %d series of the podded target", n)
+	}
+}
+
+// One daemon runs at most MaxTargets targets (--collect.max-targets): a
+// file naming more is refused and the running set stays; discovered
+// targets past the cap wait (the file's come first), counted in
+// goodput_exporter_targets_left_out, and start when room is made.
+func TestMaxTargets(t *testing.T) {
+	engine := serveBody(t, []byte("vllm:num_requests_running{model_name=\"m\"} 1\n"))
+	ex := New(Options{Interval: time.Hour, Timeout: time.Second, MaxTargets: 3, Logger: discardLogger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ex.Wait() }()
+	if err := ex.Start(ctx, manyTargets(2, engine.URL)); err != nil {
+		t.Fatal(err)
+	}
+	running := func() []string {
+		ex.mu.Lock()
+		defer ex.mu.Unlock()
+		var names []string
+		for name := range ex.targets {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	pods := []config.Target{{Name: "pod-a", URL: engine.URL}, {Name: "pod-b", URL: engine.URL}, {Name: "pod-c", URL: engine.URL}}
+	if err := ex.SetDiscovered(pods); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := running(), []string{"pod-a", "t-00000", "t-00001"}; !slices.Equal(got, want) {
+		t.Errorf("running %v, want %v (the file's two, then the first pod)", got, want)
+	}
+	if v := testutil.ToFloat64(ex.self.targetsLeftOut); v != 2 {
+		t.Errorf("targets left out %v, want 2", v)
+	}
+	err := ex.Reload(manyTargets(4, engine.URL))
+	if err == nil || !strings.Contains(err.Error(), "4 targets configured, more than the 3 of --collect.max-targets") {
+		t.Errorf("reload of 4 targets: %v", err)
+	}
+	if got := running(); len(got) != 3 || got[0] != "pod-a" {
+		t.Errorf("after the refused reload, running %v: want the set before it", got)
+	}
+	if v := testutil.ToFloat64(ex.self.reloadOK); v != 0 {
+		t.Errorf("reload gauge %v after a refused reload", v)
+	}
+	if err := ex.SetDiscovered(pods[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := running(), []string{"pod-c", "t-00000", "t-00001"}; !slices.Equal(got, want) {
+		t.Errorf("running %v, want %v", got, want)
+	}
+	if v := testutil.ToFloat64(ex.self.targetsLeftOut); v != 0 {
+		t.Errorf("targets left out %v, want 0 once there is room", v)
 	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	// every engine counter's increase (goodput.Limits), per second: 0 uses
 	// goodput.DefaultLimits, a negative value turns that bound off.
 	MaxRequestRate, MaxTokenRate float64
+	// MaxTargets caps the targets one daemon runs (0: no cap). A file
+	// naming more is refused (the running configuration stays); past it,
+	// discovered targets are left out, counted and logged.
+	MaxTargets int
 	// Levers, when set, puts buttons on the status page that switch a
 	// simulated engine's failure lever, served by POST /-/lever. Only the
 	// demo sets it; a daemon serving real engines has no such endpoint.
@@ -188,7 +192,19 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 // apply is ApplyConfig with reloadMu held: the file's targets and the
 // discovered ones are reconciled together.
 func (e *Exporter) apply(file *config.Config) error {
+	if n, limit := len(file.Targets), e.opts.MaxTargets; limit > 0 && n > limit {
+		return fmt.Errorf("%d targets configured, more than the %d of --collect.max-targets: each target holds its parse and goodput state (about 2 MiB for a vLLM engine of 664 series); raise the flag and the memory limit together", n, limit)
+	}
 	cfg := e.withDiscovered(file)
+	left := 0
+	if limit := e.opts.MaxTargets; limit > 0 && len(cfg.Targets) > limit {
+		// The file's targets come first: the discovered ones past the
+		// cap wait, in discovery order, for room.
+		left = len(cfg.Targets) - limit
+		cfg.Targets = cfg.Targets[:limit:limit]
+		e.logger.Warn("discovered targets left out: the daemon runs --collect.max-targets already", "left_out", left, "max_targets", limit)
+	}
+	e.self.targetsLeftOut.Set(float64(left))
 	e.mu.Lock()
 	ctx, running := e.ctx, e.targets
 	e.mu.Unlock()

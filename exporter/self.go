@@ -20,6 +20,7 @@ type selfMetrics struct {
 	reloadTimestamp prometheus.Gauge
 	renderDuration  prometheus.Gauge
 	renderErrors    prometheus.Counter
+	targetsLeftOut  prometheus.Gauge
 
 	scrapeDuration  *prometheus.Desc
 	scrapeErrors    *prometheus.Desc
@@ -69,6 +70,10 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			Name: "goodput_exporter_render_duration_seconds",
 			Help: "Time taken to gather and encode the last exposition served on /metrics.",
 		}),
+		targetsLeftOut: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "goodput_exporter_targets_left_out",
+			Help: "Discovered targets not scraped because the daemon runs --collect.max-targets already (the configured ones come first).",
+		}),
 		renderErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "goodput_exporter_render_errors_total",
 			Help: "Renders of /metrics in which a collector reported an error; the rest of the exposition was still served.",
@@ -87,7 +92,7 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			[]string{"target"}, nil),
 		targets: map[string]*targetCounters{},
 	}
-	reg.MustRegister(m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors)
+	reg.MustRegister(m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors, m.targetsLeftOut)
 	return m
 }
 

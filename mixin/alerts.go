@@ -424,6 +424,7 @@ func (c Config) selfAlerts() []Rule {
 				Confirm: []Query{{"Reload state and the time of the last good reload", c.ph("goodput_exporter_config_last_reload_successful", "instance") + "\n" +
 					"time() - " + c.ph("goodput_exporter_config_last_reload_success_timestamp_seconds", "instance")}},
 				Remedies: []string{"Run `goodput-exporter check-config FILE` on the new file: it prints every error with its line.",
+					"A file naming more targets than `--collect.max-targets` (200 by default) is refused as a whole, with that reason in the log: raise the flag and the memory limit together, or split the targets over more daemons.",
 					"Fix the file (or roll back the ConfigMap) and reload again."}}),
 		c.alert("GoodputExporterGPUBackendDown", c.sel("goodput_exporter_gpu_backend_up")+" == 0", "10m", c.TicketSeverity,
 			"goodput-exporter on {{ $labels.instance }} cannot read its GPUs ({{ $labels.backend }}).",

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,14 +26,18 @@ import (
 const chartLimitMiB = 192
 
 // TestFleetMemoryUnderTheChartLimit runs the built daemon as the chart
-// runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 90 %)
+// runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 80 %)
 // against 200 targets on loopback: 163 ordinary vLLM engines, 7 serving
 // 100 MB bodies (chunked, so each is read to its 32 MiB cap), and 30
 // hostile ones (testbody.Hostile, each kind three times), scraped every
 // 5 s (the chart's interval) for 30 s once all ordinary engines are up,
-// while /metrics is read every 15 s. Its peak resident
-// memory (VmHWM) must stay under the chart's limit, and every ordinary
-// engine must be up at the end.
+// while /metrics is read every 15 s. Its peak anonymous resident memory
+// (RssAnon, sampled every 10 ms: the heap, stacks and runtime, what the
+// container's limit cannot reclaim) must stay under the chart's limit,
+// and every ordinary engine must be up at the end. VmHWM, logged beside
+// it, adds the binary's file-backed pages (about 28 MiB of its 41 MiB
+// resident), page cache the kernel reclaims under the limit before it
+// kills anything.
 //
 // It takes about a minute and loads the machine, so it runs only with
 // GOODPUT_FLEET_MEMORY=1. GOODPUT_FLEET_OTLP=1 adds an OTLP/HTTP sender
@@ -117,6 +123,22 @@ func TestFleetMemoryUnderTheChartLimit(t *testing.T) {
 			t.Fatalf("only %d of the %d ordinary engines up; their errors:\n%s", up(), ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
 		}
 	}
+	var peakAnon atomic.Uint64 // KiB
+	sampled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if kb, ok := statusKiB(pid, "RssAnon"); ok && kb > peakAnon.Load() {
+				peakAnon.Store(kb)
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	if otlp {
 		for range 100 {
@@ -138,10 +160,16 @@ func TestFleetMemoryUnderTheChartLimit(t *testing.T) {
 	if got := up(); got < ordinary {
 		t.Errorf("%d of the %d ordinary engines up at the end; their errors:\n%s", got, ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
 	}
+	close(stop)
+	<-sampled
 	peak, rss := procStatusMiB(t, pid, "VmHWM"), procStatusMiB(t, pid, "VmRSS")
-	t.Logf("%d ordinary targets (%s), %d with 100 MB bodies, %d hostile, OTLP sender %v: peak RSS %.1f MiB, RSS at the end %.1f MiB", ordinary, fixture, big, hostileN, otlp, peak, rss)
-	if peak >= chartLimitMiB {
-		t.Errorf("peak RSS %.1f MiB, over the chart's %d MiB limit", peak, chartLimitMiB)
+	anon := float64(peakAnon.Load()) / 1024
+	t.Logf("%d ordinary targets (%s), %d with 100 MB bodies, %d hostile, OTLP sender %v: peak anonymous RSS %.1f MiB, peak RSS %.1f MiB (with the binary's file-backed pages), RSS at the end %.1f MiB", ordinary, fixture, big, hostileN, otlp, anon, peak, rss)
+	if anon == 0 {
+		t.Fatal("RssAnon never read")
+	}
+	if anon >= chartLimitMiB {
+		t.Errorf("peak anonymous RSS %.1f MiB, over the chart's %d MiB limit", anon, chartLimitMiB)
 	}
 }
 
@@ -160,6 +188,21 @@ var (
 		return strings.Join(out, "\n")
 	}
 )
+
+// statusKiB reads one "kB" field of /proc/pid/status.
+func statusKiB(pid int, key string) (uint64, bool) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb, err == nil
+		}
+	}
+	return 0, false
+}
 
 // holdOTLPRequest sends an OTLP/HTTP request of size bytes, all but the
 // last byte at once, then holds it open for hold before the last byte.

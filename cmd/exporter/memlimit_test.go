@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// serve gives the Go runtime 90 % of the container's limit, taken from
+// serve gives the Go runtime 80 % of the container's limit, taken from
 // GOODPUT_EXPORTER_MEMORY_LIMIT as the Helm chart sets it (bytes, from
 // resources.limits.memory), before anything else; GOMEMLIMIT wins; a bad
 // ratio or limit is refused.
@@ -31,11 +31,11 @@ func TestServeSetsTheSoftMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	t.Setenv("GOODPUT_EXPORTER_MEMORY_LIMIT", "201326592") // 192Mi
 	log := serve()
-	// 0.9 × 201,326,592 = 181,193,932.8, rounded down.
-	if got := debug.SetMemoryLimit(-1); got != 181193932 {
-		t.Errorf("soft limit %d, want 181193932 (90 %% of 192 MiB)", got)
+	// 0.8 × 201,326,592 = 161,061,273.6, rounded down.
+	if got := debug.SetMemoryLimit(-1); got != 161061273 {
+		t.Errorf("soft limit %d, want 161061273 (80 %% of 192 MiB)", got)
 	}
-	if !strings.Contains(log, "soft memory limit 181193932 bytes, 90% of the container's 201326592 bytes (--runtime.memory-limit)") {
+	if !strings.Contains(log, "soft memory limit 161061273 bytes, 80% of the container's 201326592 bytes (--runtime.memory-limit)") {
 		t.Errorf("the soft limit is not logged:\n%s", log)
 	}
 	serve("--runtime.memory-limit=256MiB", "--runtime.memory-limit-ratio=0.5")

@@ -31,7 +31,8 @@ type serveCmd struct {
 	MaxTokenRate  float64       `name:"collect.max-token-rate" default:"2000000" help:"Tokens per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
 	Targets       []string      `name:"target" sep:"none" placeholder:"NAME=URL" help:"An engine /metrics URL to scrape, without a configuration file (repeatable)."`
 	MemoryLimit   string        `name:"runtime.memory-limit" env:"GOODPUT_EXPORTER_MEMORY_LIMIT" placeholder:"SIZE" help:"The container's memory limit, to size the Go runtime's soft limit from (the Helm chart passes resources.limits.memory). Default: the cgroup's (v2 memory.max, v1 memory.limit_in_bytes). GOMEMLIMIT, when set, wins over both."`
-	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.9" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
+	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.8" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
+	MaxTargets    int           `name:"collect.max-targets" default:"200" help:"Most targets one daemon runs, configured and discovered together (0: no cap): a configuration naming more is refused, discovered targets past it are left out (goodput_exporter_targets_left_out). The chart's 192Mi memory limit was measured with 200."`
 	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
@@ -50,6 +51,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if s.MaxReqRate < 0 || s.MaxTokenRate < 0 {
 		return errors.New("--collect.max-request-rate and --collect.max-token-rate must not be negative")
+	}
+	if s.MaxTargets < 0 {
+		return errors.New("--collect.max-targets must not be negative (0: no cap)")
 	}
 	if !strings.HasPrefix(s.TelemetryPath, "/") || s.TelemetryPath == "/" {
 		return fmt.Errorf("--web.telemetry-path %q must start with / and not be /", s.TelemetryPath)
@@ -152,7 +156,7 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate; "" (0): the default
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle,
-		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget)})
+		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget), MaxTargets: s.MaxTargets})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()

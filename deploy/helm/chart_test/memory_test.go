@@ -31,17 +31,17 @@ func resolve(t *testing.T, c corev1.Container, e corev1.EnvVar) int64 {
 
 // The Go runtime's soft limit follows the pod's memory limit: the chart
 // hands resources.limits.memory to the daemon in bytes (through the
-// variable its flag reads), which gives the runtime 90 % of it. With the
-// default 192Mi that is 181,193,932 bytes (0.9 × 201,326,592); with 512Mi,
-// 0.9 × 536,870,912; without a limit the variable is absent (the downward
+// variable its flag reads), which gives the runtime 80 % of it. With the
+// default 192Mi that is 161,061,273 bytes (0.8 × 201,326,592); with 512Mi,
+// 0.8 × 536,870,912; without a limit the variable is absent (the downward
 // API would give the node's memory instead).
 func TestMemoryLimitFollowsTheContainerLimit(t *testing.T) {
 	serve := readFile(t, root+"/cmd/exporter/serve.go")
 	if !strings.Contains(serve, `name:"runtime.memory-limit" env:"`+memoryEnv+`"`) {
 		t.Fatalf("the daemon's --runtime.memory-limit no longer reads %s", memoryEnv)
 	}
-	if !strings.Contains(serve, `name:"runtime.memory-limit-ratio" default:"0.9"`) {
-		t.Fatal("the daemon's default soft-limit ratio is no longer 0.9: update the chart's comments and this test")
+	if !strings.Contains(serve, `name:"runtime.memory-limit-ratio" default:"0.8"`) {
+		t.Fatal("the daemon's default soft-limit ratio is no longer 0.8: update the chart's comments and this test")
 	}
 	for _, c := range []struct {
 		vals string
