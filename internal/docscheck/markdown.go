@@ -2,9 +2,10 @@
 // the way GitHub renders it, so that tests can hold the docs to the code:
 // links and their anchors, and the tables that list code facts. Its own
 // tests check that every relative link of README.md and docs/ resolves,
-// that docs/README.md indexes every doc, and that a figure measured in
-// docs/benchmarks.md is cited rather than restated. Only tests import it;
-// it imports nothing of the project.
+// that docs/README.md indexes every doc, that a figure measured in
+// docs/benchmarks.md is cited rather than restated, and that every series
+// the daemon's source names is documented in one doc. Only tests import
+// it; it imports nothing of the project.
 package docscheck
 
 import (
