@@ -3,9 +3,10 @@
 // links and their anchors, and the tables that list code facts. Its own
 // tests check that every relative link of README.md and docs/ resolves,
 // that docs/README.md indexes every doc, that a figure measured in
-// docs/benchmarks.md is cited rather than restated, and that every series
-// the daemon's source names is documented in one doc. Only tests import
-// it; it imports nothing of the project.
+// docs/benchmarks.md is cited rather than restated, that every series
+// the daemon's source names is documented in one doc, and that the alert
+// and recording-rule tables say what the generated rules do. Only tests
+// import it; it imports nothing of the project.
 package docscheck
 
 import (
