@@ -27,7 +27,7 @@ type Config struct {
 	// Defaults apply to every target that does not set its own value.
 	Defaults TargetDefaults `yaml:"defaults"`
 	Targets  []Target       `yaml:"targets"`
-	// SLOs are matched to targets and models; see the README.
+	// SLOs are matched to targets and models; see docs/slos.md.
 	SLOs []SLO `yaml:"slos"`
 	// Pricing turns GPU time into cost per good token; optional.
 	Pricing *Pricing `yaml:"pricing"`

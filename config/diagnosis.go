@@ -7,7 +7,7 @@ import (
 )
 
 // Diagnosis is the failure-mode classifier's section; every field is
-// optional and defaults as the README says.
+// optional and defaults as docs/failure-modes.md says.
 type Diagnosis struct {
 	// Window is the span each judgement covers; Baseline the trailing
 	// history it is compared with, lagged by one window.

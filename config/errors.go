@@ -103,7 +103,7 @@ func lineError(msg string) *Error {
 		}
 	}
 	if m := unknownThreshold.FindStringSubmatch(e.Msg); m != nil {
-		e.Msg = fmt.Sprintf("unknown diagnosis threshold %q (the README's failure-mode section lists them)", m[1])
+		e.Msg = fmt.Sprintf("unknown diagnosis threshold %q (docs/failure-modes.md lists them)", m[1])
 	}
 	return e
 }

@@ -4,7 +4,7 @@ package diagnosis
 // llm_failure_mode.
 type Mode int
 
-// The eight failure modes, in the order the README describes them.
+// The eight failure modes, in the order docs/failure-modes.md describes them.
 const (
 	QueueGrowth Mode = iota
 	KVPreemption
@@ -30,7 +30,7 @@ func (m Mode) String() string {
 	return modeNames[m]
 }
 
-// Modes lists every mode in README order.
+// Modes lists every mode in the order of docs/failure-modes.md.
 func Modes() []Mode {
 	out := make([]Mode, NumModes)
 	for i := range out {

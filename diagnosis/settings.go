@@ -21,7 +21,7 @@ type Settings struct {
 	Thresholds   Thresholds
 }
 
-// DefaultSettings returns the defaults the README documents.
+// DefaultSettings returns the defaults docs/failure-modes.md documents.
 func DefaultSettings() Settings {
 	return Settings{
 		Window:     time.Minute,

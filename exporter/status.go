@@ -30,8 +30,8 @@ var statusTmpl = template.Must(template.ParseFS(statusFS, "status/page.html"))
 var staticFS, _ = fs.Sub(statusFS, "status")
 
 // RunbookBase is where the status page links a raised failure mode: the
-// README's section of the mode (its anchor is the mode's name).
-const RunbookBase = "https://github.com/goodput-exporter/goodput-exporter#"
+// mode's section of docs/failure-modes.md (its anchor is the mode's name).
+const RunbookBase = "https://github.com/goodput-exporter/goodput-exporter/blob/main/docs/failure-modes.md#"
 
 // LeverSwitch lets the status page switch a simulated engine's failure
 // lever. Only the demo sets one (Options.Levers); without it the page

@@ -380,7 +380,7 @@ func (c Config) engineAlerts() []Rule {
 			&Runbook{Meaning: "The engine's scrape succeeds but the daemon recognises none of its metric families. Usually the engine was upgraded and renamed its metrics, started with its metrics disabled, or the URL points at another service's `/metrics`.",
 				Confirm: []Query{{"Up, and any engine series of the target", c.ph("llm_up", "instance", "target") + "\n" +
 					"count by (__name__) ({__name__=~\"llm_.*\", " + strings.TrimPrefix(c.ph("x", "instance", "target"), "x{") + ")"}},
-				Remedies: []string{"`curl` the target's URL and compare its metric names with the README's metric contract.",
+				Remedies: []string{"`curl` the target's URL and compare its metric names with the metric contract (docs/metrics.md).",
 					"If the engine renamed its metrics, pin the previous engine version and report the names in an issue of this project.",
 					"If the URL is wrong, fix the target's `url`."}}),
 		c.alert("LLMEngineNotServing", fmt.Sprintf("(sum by (%[1]s) (min_over_time(%[2]s[5m])) > 0)\nand on (%[1]s)\n  (sum by (%[1]s) (rate(%[3]s[5m])) == 0)",
@@ -445,7 +445,7 @@ func (c Config) selfAlerts() []Rule {
 				Confirm: []Query{{"Objectives unmeasurable on the target", c.ph("llm_slo_supported", "instance", "target") + " == 0"}},
 				Remedies: []string{"Narrow the SLO's `match` (model regex, `targets`) to engines that can measure it.",
 					"Or drop the objective from the SLO for that engine's models.",
-					"Or upgrade the engine to a version that exports the histogram (README, support matrix)."}}),
+					"Or upgrade the engine to a version that exports the histogram (docs/metrics.md, support matrix)."}}),
 		c.alert("GoodputExporterDown", c.sel("up")+" == 0", "5m", c.TicketSeverity,
 			"goodput-exporter on {{ $labels.instance }} is down.",
 			"Prometheus has failed to scrape goodput-exporter on {{ $labels.instance }} for 5m (up = 0): no engine on that node is judged and none of its alerts can fire.",

@@ -62,7 +62,7 @@ type Config struct {
 	// windows summed from 5m tiles, windows summed from 1h tiles.
 	FastInterval, WindowInterval, LongInterval string
 
-	// BurnAlerts, in the README's table order.
+	// BurnAlerts, in the order of the burn-rate table of docs/rules-and-dashboards.md.
 	BurnAlerts []BurnAlert
 
 	// The failure-mode classifier's hysteresis (diagnosis defaults): it

@@ -110,8 +110,8 @@ func (c Config) inhibitSnippet() ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteString("# Alertmanager inhibit rules for the mixin's alerts: add them to the\n" +
-		"# inhibit_rules of alertmanager.yml (Alertmanager 0.22 or later). README,\n" +
-		"# \"Inhibit rules\", says what each does and why.\n" +
+		"# inhibit_rules of alertmanager.yml (Alertmanager 0.22 or later).\n" +
+		"# docs/rules-and-dashboards.md, \"Inhibit rules\", says what each does and why.\n" +
 		"inhibit_rules:\n")
 	for _, r := range c.InhibitRules() {
 		y, err := marshal([]InhibitRule{r})

@@ -41,16 +41,16 @@ func engineSnapshot(e snapshot.Engine) *snapshot.Snapshot {
 	return &snapshot.Snapshot{Engine: e, Models: []snapshot.Model{m}}
 }
 
-// The README's failure-mode support table says what support() decides
-// for each engine's full set of series (GPU series present).
-func TestREADMEFailureModeSupport(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+// The support table of docs/failure-modes.md says what support()
+// decides for each engine's full set of series (GPU series present).
+func TestDocsFailureModeSupport(t *testing.T) {
+	raw, err := os.ReadFile("../docs/failure-modes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(raw), "| mode | vLLM | SGLang | llama.cpp | TGI | Triton TRT-LLM | trtllm-serve | Dynamo | GPU backend needed |")
 	if !ok {
-		t.Fatal("README has no failure-mode support table")
+		t.Fatal("docs/failure-modes.md has no failure-mode support table")
 	}
 	withGPU := Signals{GPUThrottledShare: some(0)}
 	rows := 0
@@ -61,22 +61,22 @@ func TestREADMEFailureModeSupport(t *testing.T) {
 		cells := strings.Split(strings.Trim(line, "| "), "|")
 		mode, ok := ParseMode(strings.Trim(strings.TrimSpace(cells[0]), "`"))
 		if !ok {
-			t.Fatalf("README row %q names no mode", cells[0])
+			t.Fatalf("docs/failure-modes.md: row %q names no mode", cells[0])
 		}
 		for i, e := range snapshot.Engines {
 			want := len(support(engineSnapshot(e), nil, withGPU)[mode]) == 0
 			got := strings.HasPrefix(strings.TrimSpace(cells[i+1]), "✓")
 			if got != want {
-				t.Errorf("README says %s on %s is %v, the code says %v", mode, e, got, want)
+				t.Errorf("docs/failure-modes.md says %s on %s is %v, the code says %v", mode, e, got, want)
 			}
 		}
 		needGPU := strings.HasPrefix(strings.TrimSpace(cells[len(snapshot.Engines)+1]), "yes")
 		if noGPU := len(support(engineSnapshot(snapshot.VLLM), nil, Signals{})[mode]) > 0; noGPU != needGPU {
-			t.Errorf("README says %s needs a GPU backend: %v, the code says %v", mode, needGPU, noGPU)
+			t.Errorf("docs/failure-modes.md says %s needs a GPU backend: %v, the code says %v", mode, needGPU, noGPU)
 		}
 		rows++
 	}
 	if rows != int(NumModes) {
-		t.Errorf("README lists %d modes, want %d", rows, NumModes)
+		t.Errorf("docs/failure-modes.md lists %d modes, want %d", rows, NumModes)
 	}
 }

@@ -12,26 +12,32 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
 
-// readmeQueries are the PromQL queries of the README's promql blocks, in
+// queryDocs are the docs whose promql blocks this test evaluates, in
+// order: the SLO queries, then the energy ones.
+var queryDocs = []string{"../docs/slos.md", "../docs/gpu.md"}
+
+// docQueries are the PromQL queries of the promql blocks of queryDocs, in
 // order: each block split at blank lines.
-func readmeQueries(t *testing.T) []string {
+func docQueries(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, m := range regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
-		for _, q := range strings.Split(m[1], "\n\n") {
-			if q = strings.TrimSpace(q); q != "" {
-				out = append(out, q)
+	for _, doc := range queryDocs {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
+			for _, q := range strings.Split(m[1], "\n\n") {
+				if q = strings.TrimSpace(q); q != "" {
+					out = append(out, q)
+				}
 			}
 		}
 	}
 	return out
 }
 
-// The README's queries, evaluated by promtool over two daemons (nodes a
+// The docs' queries, evaluated by promtool over two daemons (nodes a
 // and b), give the hand-computed values for the busy engines and nothing
 // at all for the idle one: no NaN from 0/0, no +Inf from energy over zero
 // tokens. Both nodes run an engine named "busy" under the SLO chat/ttft,
@@ -44,9 +50,9 @@ func readmeQueries(t *testing.T) []string {
 //   - b/busy: 60 judged, 45 good (0.75, burn (1-0.75)/(1-0.5) = 0.5);
 //     6,000 J for 6,000 tokens (1 J/token); no goodput series.
 //   - b/idle draws 50 W and serves nothing.
-func TestREADMEQueriesOnAnIdleEngine(t *testing.T) {
+func TestDocQueriesOnAnIdleEngine(t *testing.T) {
 	bin := promtool.Path(t)
-	queries := readmeQueries(t)
+	queries := docQueries(t)
 	const a, b = `instance="a:9835",job="goodput-exporter"`, `instance="b:9835",job="goodput-exporter"`
 	obj := `target="busy",model="m",slo="chat",objective="ttft"`
 	want := [][]string{
@@ -56,7 +62,7 @@ func TestREADMEQueriesOnAnIdleEngine(t *testing.T) {
 		{`{instance="a:9835",target="busy",slo="chat",bound="lower"}`, "6", `{instance="a:9835",target="busy",slo="chat",bound="upper"}`, "3.75"},
 	}
 	if len(queries) != len(want) {
-		t.Fatalf("the README has %d PromQL queries, this test expects %d: give the new one its expected values\n%q", len(queries), len(want), queries)
+		t.Fatalf("%v have %d PromQL queries, this test expects %d: give the new one its expected values\n%q", queryDocs, len(queries), len(want), queries)
 	}
 	var sb strings.Builder
 	sb.WriteString(`rule_files: []
@@ -99,7 +105,7 @@ tests:
 			fmt.Fprintf(&sb, "          - labels: '%s'\n            value: %s\n", want[i][j], want[i][j+1])
 		}
 	}
-	file := filepath.Join(t.TempDir(), "readme_test.yml")
+	file := filepath.Join(t.TempDir(), "docs_test.yml")
 	if err := os.WriteFile(file, []byte(sb.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,16 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
-// The README's support matrix must say what Support says, series by series.
-func TestREADMESupportMatrix(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+// The support matrix of docs/metrics.md must say what Support says,
+// series by series.
+func TestDocsSupportMatrix(t *testing.T) {
+	raw, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(raw), "| series | vllm | sglang | llamacpp | tgi | triton | trtllm | dynamo |")
 	if !ok {
-		t.Fatal("README has no support matrix")
+		t.Fatal("docs/metrics.md has no support matrix")
 	}
 	rows := 0
 	for _, line := range strings.Split(after, "\n")[2:] {
@@ -29,12 +30,12 @@ func TestREADMESupportMatrix(t *testing.T) {
 			want := Support(e)[name]
 			got := strings.TrimSpace(cells[i+1]) == "✓"
 			if got != want {
-				t.Errorf("README says %s on %s is %v, the code says %v", name, e, got, want)
+				t.Errorf("docs/metrics.md says %s on %s is %v, the code says %v", name, e, got, want)
 			}
 		}
 		rows++
 	}
 	if rows != len(Support(snapshot.VLLM)) {
-		t.Errorf("README lists %d series, the contract has %d", rows, len(Support(snapshot.VLLM)))
+		t.Errorf("docs/metrics.md lists %d series, the contract has %d", rows, len(Support(snapshot.VLLM)))
 	}
 }
