@@ -21,7 +21,7 @@ var llamacppTable = newTable(table{
 	sources: []*source{
 		gauge(snapshot.Running, "llamacpp:requests_processing", aggSum),
 		gauge(snapshot.Waiting, "llamacpp:requests_deferred", aggSum),
-		gauge(snapshot.KVCacheUsage, "llamacpp:kv_cache_usage_ratio", aggMax),
+		gauge(snapshot.KVCacheUsage, "llamacpp:kv_cache_usage_ratio", aggMax).gone("llama.cpp PR #13660 (2025-05)"),
 		counter(snapshot.PromptTokens, "llamacpp:prompt_tokens_total", aggSum),
 		counter(snapshot.GenerationTokens, "llamacpp:tokens_predicted_total", aggSum),
 		counter(snapshot.PrefixCacheHits, "llamacpp:prompt_tokens_cached_total", aggSum),
