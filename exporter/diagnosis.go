@@ -18,8 +18,9 @@ type diagSignal struct {
 	name, help string
 	get        func(v *diagnosis.Verdict) diagnosis.Value
 	// needs is what the signal is computed from: any one of the lists
-	// of contract series, all of that list present (none: the GPU
-	// backend's readings).
+	// of contract series, all of that list present (nil: not from
+	// contract series, but the GPU backend's readings or the engine's
+	// own timing).
 	needs [][]string
 }
 
@@ -68,6 +69,10 @@ var diagSignals = []diagSignal{
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GenerationTokensPerSecond }, [][]string{{nGen}}},
 	{"llm_signal_decode_attainment_ratio", "Share of requests within the decode (TPOT) objective the decode_saturation rule judges, in the diagnosis window; absent where the engine has only per-token data.",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.DecodeAttainment }, [][]string{{nTPOT}}},
+	{"llm_signal_time_per_output_token_mean_seconds", "Estimate, from the engine's own timing (llama.cpp: tokens_predicted_seconds_total over tokens_predicted_total): mean seconds per generated token of the requests that completed in the diagnosis window; absent where the engine does not time its phases. Not a TPOT measurement and never judged against an objective.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.TimePerOutputTokenMean }, nil},
+	{"llm_signal_time_per_prompt_token_mean_seconds", "Estimate, from the engine's own timing (llama.cpp: prompt_seconds_total over prompt_tokens_total, the prompt tokens it computed, not those from its cache): mean seconds per computed prompt token of the requests that completed in the diagnosis window; absent where the engine does not time its phases.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.TimePerPromptTokenMean }, nil},
 	{"llm_signal_gpu_sm_clock_ratio_baseline", "Lowest SM clock over its maximum among the target's GPUs, mean over the diagnosis baseline (lagged by one window).",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GPUClockRatio }, nil},
 	{"llm_signal_gpu_throttled_ratio", "Share of the diagnosis window's GPU readings with a thermal, hardware or power-brake slowdown reason on any of the target's GPUs.",
