@@ -74,6 +74,20 @@ func Support(e snapshot.Engine) map[string]bool {
 	return out
 }
 
+// Current says which contract series the engine's current versions
+// provide: Support less the series only families an engine removed fed
+// (llama.cpp's KV-cache gauge). Older versions may still provide those.
+func Current(e snapshot.Engine) map[string]bool {
+	t := tables[e]
+	out := map[string]bool{}
+	for _, list := range [][]signal{gaugeSignals[:], counterSignals[:], {finishedSignal}, histSignals[:]} {
+		for _, s := range list {
+			out[s.name] = t != nil && len(t.families(s.kind, s.field, false)) > 0
+		}
+	}
+	return out
+}
+
 // ProvidesHist reports whether some version of engine e exposes a family
 // for histogram h, so that a model without it may simply not have created
 // it yet (engines create a histogram's series on its first observation).

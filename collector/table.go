@@ -50,7 +50,14 @@ type source struct {
 	// scale converts a histogram's unit to seconds: bounds and sum are
 	// multiplied by it (Triton's millisecond histograms: 0.001). Zero is 1.
 	scale float64
+	// removed, when set, says which change removed the family from the
+	// engine: it is still read from older versions, but current ones do
+	// not have it (Current leaves it out).
+	removed string
 }
+
+// gone marks a source as removed from the engine's current versions.
+func (s *source) gone(by string) *source { s.removed = by; return s }
 
 // name is how the source is written in HELP texts and errors: the family,
 // with its selector when it has one.
@@ -176,10 +183,14 @@ func newTable(t table, aliasPrefixes map[string][]string) *table {
 // Sources lists, per contract signal, the engine families that feed it, in
 // preference order. It is what HELP texts and the support matrix are built
 // from.
-func (t *table) familiesFor(k kind, field int) []string {
+func (t *table) familiesFor(k kind, field int) []string { return t.families(k, field, true) }
+
+// families lists the sources and derivations of one contract signal;
+// withRemoved false leaves out the families current versions removed.
+func (t *table) families(k kind, field int, withRemoved bool) []string {
 	var out []string
 	for _, s := range t.sources {
-		if s.kind == k && (k == kindFinished || s.field == field) {
+		if s.kind == k && (k == kindFinished || s.field == field) && (withRemoved || s.removed == "") {
 			out = append(out, s.name())
 		}
 	}

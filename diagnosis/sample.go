@@ -50,7 +50,38 @@ type sample struct {
 	finOK                     bool
 	finished, errors, aborted float64
 	hists                     [snapshot.NumHists]*histDelta
-	gpu                       gpuSample
+	// genTimed and promptTimed are the engine's own timing of the
+	// interval (snapshot.Timing): seconds and the tokens they timed,
+	// each pair taken together or not at all.
+	genTimed, promptTimed timed
+	gpu                   gpuSample
+}
+
+// timed is seconds an engine spent on a phase and the tokens of it.
+type timed struct {
+	ok             bool
+	seconds, token float64
+}
+
+// timedDelta is the increase of one pair of timing counters, or not ok
+// when either is missing, unusable or went down without a restart.
+func timedDelta(pSec, pTok, sec, tok snapshot.Value, restarted bool) timed {
+	if !sec.OK || !tok.OK || !finite(sec.V) || !finite(tok.V) || sec.V < 0 || tok.V < 0 {
+		return timed{}
+	}
+	if restarted {
+		return timed{true, sec.V, tok.V}
+	}
+	if !pSec.OK || !pTok.OK || sec.V < pSec.V || tok.V < pTok.V {
+		return timed{}
+	}
+	return timed{true, sec.V - pSec.V, tok.V - pTok.V}
+}
+
+func (a *timed) add(b timed) {
+	if b.ok {
+		a.ok, a.seconds, a.token = true, a.seconds+b.seconds, a.token+b.token
+	}
 }
 
 // Throttle reason bits that slow a GPU whatever its load: hw_slowdown,
@@ -138,6 +169,13 @@ func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) s
 			continue // a model that appeared: its first scrape is its baseline
 		}
 		restarted := cur.Restarted
+		var pt snapshot.Timing
+		if p != nil {
+			pt = p.Timing
+		}
+		ct := m.Timing
+		s.genTimed.add(timedDelta(pt.GenerationSeconds, pt.GenerationTokens, ct.GenerationSeconds, ct.GenerationTokens, restarted))
+		s.promptTimed.add(timedDelta(pt.PromptSeconds, pt.PromptTokens, ct.PromptSeconds, ct.PromptTokens, restarted))
 		for c := range snapshot.NumCounters {
 			v := m.Counters[c]
 			if !v.OK || !finite(v.V) || v.V < 0 {

@@ -53,6 +53,15 @@ type Signals struct {
 	PrefixHitRatio Value
 	// GenerationTokensPerSecond over the span.
 	GenerationTokensPerSecond Value
+	// TimePerOutputTokenMean and TimePerPromptTokenMean are estimates
+	// from the engine's own timing of its phases (snapshot.Timing, which
+	// llama.cpp reports as requests complete): seconds spent generating
+	// over the tokens generated, seconds spent on prompts over the
+	// prompt tokens computed, over the requests that completed in the
+	// span. Absent where the engine does not time its phases or no
+	// timed token was counted. Evidence only: no rule or objective
+	// judges them.
+	TimePerOutputTokenMean, TimePerPromptTokenMean Value
 	// EngineStepsPerSecond: forward passes over the span, where the engine
 	// counts them (llama.cpp, TGI, Triton). It shows progress on engines
 	// that count generated tokens only when a request completes.
@@ -135,6 +144,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		clock, power, throttled, gpuObs mean
 		slope                           regression
 		perRunning                      []float64
+		genTimed, promptTimed           timed
 	)
 	t0 := ss[0].t
 	for i := range ss {
@@ -166,6 +176,8 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 			continue
 		}
 		span += s.dt
+		genTimed.add(s.genTimed)
+		promptTimed.add(s.promptTimed)
 		for c := range ctr {
 			if s.ctr[c].OK {
 				ctr[c] = some(ctr[c].V + s.ctr[c].V)
@@ -227,6 +239,13 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	sig.PreemptionsPerSecond = rate(snapshot.Preemptions)
 	sig.PromptTokensPerSecond = rate(snapshot.PromptTokens)
 	sig.GenerationTokensPerSecond = rate(snapshot.GenerationTokens)
+	perToken := func(t timed) Value {
+		if !t.ok || t.token <= 0 {
+			return Value{}
+		}
+		return some(t.seconds / t.token)
+	}
+	sig.TimePerOutputTokenMean, sig.TimePerPromptTokenMean = perToken(genTimed), perToken(promptTimed)
 	sig.EngineStepsPerSecond = rate(snapshot.EngineSteps)
 	if q, h := ctr[snapshot.PrefixCacheQueries], ctr[snapshot.PrefixCacheHits]; q.OK && h.OK {
 		if q.V > 0 {

@@ -17,33 +17,66 @@ import (
 type diagSignal struct {
 	name, help string
 	get        func(v *diagnosis.Verdict) diagnosis.Value
+	// needs is what the signal is computed from: any one of the lists
+	// of contract series, all of that list present (nil: not from
+	// contract series, but the GPU backend's readings or the engine's
+	// own timing).
+	needs [][]string
+}
+
+// Contract series the signals are computed from.
+const (
+	nRunning = "llm_requests_running"
+	nWaiting = "llm_requests_waiting"
+	nKV      = "llm_kv_cache_usage_ratio"
+	nPrompt  = "llm_prompt_tokens_total"
+	nGen     = "llm_generation_tokens_total"
+	nTTFT    = "llm_time_to_first_token_seconds"
+	nITL     = "llm_inter_token_latency_seconds"
+	nTPOT    = "llm_request_time_per_output_token_seconds"
+)
+
+// SignalInputs says, per llm_signal_* gauge, which contract series it is
+// computed from: any one of the lists, every series of that list. A
+// gauge whose engine lacks them is never exported for the target; the
+// dashboards' "no data" texts are derived from it.
+func SignalInputs() map[string][][]string {
+	out := map[string][][]string{}
+	for _, s := range diagSignals {
+		out[s.name] = s.needs
+	}
+	return out
 }
 
 var diagSignals = []diagSignal{
 	{"llm_signal_waiting_slope", "Growth of the waiting queue over the diagnosis window, in requests per second (least squares).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.WaitingSlope }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.WaitingSlope }, [][]string{{nWaiting}}},
 	{"llm_signal_running_ceiling", "Largest running batch seen over the diagnosis baseline and window: the batch ceiling as far as it can be observed.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.RunningCeiling }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.RunningCeiling }, [][]string{{nRunning}}},
 	{"llm_signal_kv_cache_per_running_request", "KV-cache usage over the running batch, median over the diagnosis window's scrapes: the share of the cache one running request holds.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.KVPerRunning }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.KVPerRunning }, [][]string{{nKV, nRunning}}},
 	{"llm_signal_kv_cache_per_running_request_baseline", "llm_signal_kv_cache_per_running_request over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.KVPerRunning }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.KVPerRunning }, [][]string{{nKV, nRunning}}},
 	{"llm_signal_prompt_tokens_per_request", "Prompt tokens per request (counted at the first token) in the diagnosis window.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.PromptTokensPerRequest }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.PromptTokensPerRequest }, [][]string{{nPrompt, nTTFT}}},
 	{"llm_signal_prompt_tokens_per_request_baseline", "Prompt tokens per request over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PromptTokensPerRequest }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PromptTokensPerRequest }, [][]string{{nPrompt, nTTFT}}},
 	{"llm_signal_prefix_cache_hit_ratio_baseline", "Prefix-cache hit ratio (hit tokens over queried tokens) over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PrefixHitRatio }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PrefixHitRatio }, [][]string{{"llm_prefix_cache_queries_total", "llm_prefix_cache_hits_total"}, {"llm_prefix_cache_hit_ratio"}}},
 	{"llm_signal_inter_token_latency_mean_seconds_baseline", "Mean inter-token latency over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.DecodeMean }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.DecodeMean }, [][]string{{nITL}, {nTPOT}}},
 	{"llm_signal_generation_tokens_per_second_baseline", "Generation tokens per second over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GenerationTokensPerSecond }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GenerationTokensPerSecond }, [][]string{{nGen}}},
 	{"llm_signal_decode_attainment_ratio", "Share of requests within the decode (TPOT) objective the decode_saturation rule judges, in the diagnosis window; absent where the engine has only per-token data.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.DecodeAttainment }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.DecodeAttainment }, [][]string{{nTPOT}}},
+	{"llm_signal_time_per_output_token_mean_seconds", "Estimate, from the engine's own timing (llama.cpp: tokens_predicted_seconds_total over tokens_predicted_total): mean seconds per generated token of the requests that completed in the diagnosis window; absent where the engine does not time its phases. Not a TPOT measurement and never judged against an objective.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.TimePerOutputTokenMean }, nil},
+	{"llm_signal_time_per_prompt_token_mean_seconds", "Estimate, from the engine's own timing (llama.cpp: prompt_seconds_total over prompt_tokens_total, the prompt tokens it computed, not those from its cache): mean seconds per computed prompt token of the requests that completed in the diagnosis window; absent where the engine does not time its phases.",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.TimePerPromptTokenMean }, nil},
 	{"llm_signal_gpu_sm_clock_ratio_baseline", "Lowest SM clock over its maximum among the target's GPUs, mean over the diagnosis baseline (lagged by one window).",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GPUClockRatio }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.GPUClockRatio }, nil},
 	{"llm_signal_gpu_throttled_ratio", "Share of the diagnosis window's GPU readings with a thermal, hardware or power-brake slowdown reason on any of the target's GPUs.",
-		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.GPUThrottledShare }},
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.GPUThrottledShare }, nil},
 }
 
 // diagDescs are the descriptors of a target's failure-mode series.

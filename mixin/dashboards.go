@@ -20,6 +20,10 @@ type Panel struct {
 	// Threshold, when set, is drawn as a dashed line: the classifier's
 	// default threshold for the signal (diagnosis.DefaultThresholds).
 	Threshold *float64
+	// NoValue is what the panel shows when its queries return nothing:
+	// the engines and run-time declarations that leave it empty, derived
+	// from the support matrix (Config.noValue).
+	NoValue string
 }
 
 // Scope is what a panel's series describe, and so which dashboard
@@ -182,7 +186,17 @@ func (c Config) variables(names ...string) []map[string]any {
 
 // Dashboards are the generated dashboards, in file order.
 func (c Config) Dashboards() []Dashboard {
-	return []Dashboard{c.overview(), c.failureModes(), c.gpuEnergy()}
+	ds := []Dashboard{c.overview(), c.failureModes(), c.gpuEnergy()}
+	for _, d := range ds {
+		for _, r := range d.Rows {
+			for i := range r.Panels {
+				if !r.Panels[i].Stat {
+					r.Panels[i].NoValue = c.noValue(r.Panels[i])
+				}
+			}
+		}
+	}
+	return ds
 }
 
 // byTarget is "sum by (instance, job, node, target) (…)" and the like.
@@ -491,6 +505,9 @@ func (d Dashboard) JSON() ([]byte, error) {
 				defaults["thresholds"] = map[string]any{"mode": "absolute", "steps": []map[string]any{
 					{"color": "transparent", "value": nil}, {"color": "red", "value": *p.Threshold}}}
 				defaults["custom"] = map[string]any{"thresholdsStyle": map[string]any{"mode": "dashed"}}
+			}
+			if p.NoValue != "" {
+				defaults["noValue"] = p.NoValue
 			}
 			if p.Stat {
 				typ = "stat"

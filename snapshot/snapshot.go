@@ -135,6 +135,21 @@ type Model struct {
 	HistFailed     [NumHists]bool
 	CounterFailed  [NumCounters]bool
 	FinishedFailed bool
+	// Timing is the engine's own time per phase, cumulative, where it
+	// reports one (llama.cpp): not contract series. The daemon derives
+	// only mean times per token from it, as estimates.
+	Timing Timing
+}
+
+// Timing is what an engine that times its phases reports, summed over
+// requests: seconds spent generating and the tokens generated in them,
+// seconds spent on prompts and the prompt tokens computed in them (not
+// those found in a cache). Each pair is counted together (llama.cpp: as
+// a request completes), so that over an interval seconds over tokens is
+// the mean time per token. Absent (not OK) where the engine has none.
+type Timing struct {
+	GenerationSeconds, GenerationTokens Value
+	PromptSeconds, PromptTokens         Value
 }
 
 // Snapshot is one successful scrape of one target, normalized.

@@ -18,9 +18,9 @@ import (
 // over the window between two captures of one engine.
 type sloReportCmd struct {
 	ConfigFile string        `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing: and targets:)."`
-	Target     string        `name:"target" default:"capture" help:"Target name the captures belong to: SLOs limited to targets match on it, and its gpus: set the cost."`
-	Engine     string        `name:"engine" default:"auto" enum:"auto,vllm,sglang,llamacpp" help:"Engine that produced the captures (${enum})."`
-	Model      string        `name:"model" default:"unknown" help:"Model label for engines whose series carry none (llama.cpp)."`
+	Target     string        `name:"target" default:"capture" help:"Target name the captures belong to: SLOs limited to targets match on it; its engine:, model: and gpus: in the file apply unless given here."`
+	Engine     string        `name:"engine" default:"auto" enum:"auto,vllm,sglang,llamacpp,tgi,triton,trtllm,dynamo" help:"Engine that produced the captures (${enum}); auto: the target's engine: in the file, else detected."`
+	Model      string        `name:"model" help:"Model label for engines whose series carry none (llama.cpp, TGI) (default: the target's model: in the file, else unknown)."`
 	Window     time.Duration `name:"window" help:"Time between the captures. Required when the second is a file; when it is a URL, the wait before scraping it."`
 	GPUs       int           `name:"gpus" help:"GPUs the engine holds, for cost per good token (default: the target's gpus: in the file)."`
 	Before     string        `arg:"" name:"before" help:"First capture: a file or an http(s):// URL."`
@@ -51,11 +51,29 @@ func (c *sloReportCmd) Run(e *env) error {
 	if len(cfg.SLOs) == 0 {
 		return fmt.Errorf("%s declares no slos", c.ConfigFile)
 	}
-	var engine snapshot.Engine
-	if c.Engine != "auto" {
-		engine = snapshot.Engine(c.Engine)
+	// The target's settings in the file, as the daemon would apply them;
+	// flags given on the command line win.
+	engineName, model, limit := c.Engine, c.Model, config.DefaultModelLimit
+	for _, t := range cfg.Targets {
+		if t.Name != c.Target {
+			continue
+		}
+		if engineName == "auto" {
+			engineName = t.Engine
+		}
+		if model == "" {
+			model = t.Model
+		}
+		limit = t.ModelLimit
 	}
-	cap := &capturer{engine: engine, opts: collector.ParseOptions{DefaultModel: c.Model, ModelLimit: config.DefaultModelLimit}, target: c.Target}
+	if model == "" {
+		model = "unknown"
+	}
+	var engine snapshot.Engine
+	if engineName != "auto" && engineName != "" {
+		engine = snapshot.Engine(engineName)
+	}
+	cap := &capturer{engine: engine, opts: collector.ParseOptions{DefaultModel: model, ModelLimit: limit}, target: c.Target}
 	before, err := cap.take(e.ctx, c.Before)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Before, err)

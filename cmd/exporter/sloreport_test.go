@@ -82,3 +82,32 @@ func TestSLOReportNeedsAWindowForFiles(t *testing.T) {
 		t.Fatalf("err %v, stderr %s", err, errOut)
 	}
 }
+
+// --target takes the target's model: from the file, as the daemon labels
+// the series of an engine that carries none (llama.cpp b11669, two real
+// captures of one server): the SLO matching that model applies (its TTFT
+// objective is unsupported on llama.cpp, which is what the row says),
+// instead of every series falling under "unknown", which no SLO matches.
+// A --model on the command line still wins.
+func TestSLOReportTakesTheTargetsModel(t *testing.T) {
+	const caps = "../../collector/testdata/fixtures/llamacpp/llamacpp-b11669-0.7.0-debian-"
+	args := []string{"slo-report", "--config.file", "testdata/sloreport/model.yml", "--target", "cpu-a", "--window", "60s",
+		caps + "light-load.prom", caps + "overload.prom"}
+	out, errOut, err := runArgs(args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if row := reportRow(t, out, "chat", "ttft"); row[0] != "tiny-llama" || row[7] != "unsupported" {
+		t.Errorf("row %q, want tiny-llama's ttft unsupported", row)
+	}
+	if strings.Contains(out, "no SLO applies") || !strings.Contains(out, "target cpu-a (llamacpp)") {
+		t.Errorf("report:\n%s", out)
+	}
+	out, errOut, err = runArgs(append(args[:1:1], append([]string{"--model", "other"}, args[1:]...)...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "models no SLO applies to: other") {
+		t.Errorf("--model other: want it to win over the file's model:\n%s", out)
+	}
+}
