@@ -310,7 +310,7 @@ func (c Config) noValue(p Panel) string {
 	var parts []string
 	if len(never) > 0 {
 		sort.Strings(never)
-		parts = append(parts, "for "+strings.Join(never, ", ")+", whose engines do not export what it reads (README, support matrix)")
+		parts = append(parts, "for "+strings.Join(never, ", ")+", whose engines do not export what it reads (docs/metrics.md, support matrix)")
 	}
 	if len(removed) > 0 {
 		sort.Strings(removed)

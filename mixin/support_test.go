@@ -42,7 +42,7 @@ func TestPossible(t *testing.T) {
 	}
 }
 
-// The texts of three panels, against the README's support matrix read by
+// The texts of three panels, against the support matrix of docs/metrics.md read by
 // hand: preemptions only from vLLM and SGLang; the KV gauge from every
 // engine but Dynamo, and from llama.cpp only before PR #13660; TTFT's
 // p99 not from llama.cpp or TGI; the engines' queue from every engine.
@@ -60,7 +60,7 @@ func TestPanelNoValueFromSupportMatrix(t *testing.T) {
 	}
 	for title, want := range map[string]string{
 		"Preemptions per second":  "Unsupported, so no data: for dynamo, llamacpp, tgi, triton, trtllm, whose engines",
-		"KV-cache usage":          "Unsupported, so no data: for dynamo, whose engines do not export what it reads (README, support matrix); for current llamacpp versions, which removed",
+		"KV-cache usage":          "Unsupported, so no data: for dynamo, whose engines do not export what it reads (docs/metrics.md, support matrix); for current llamacpp versions, which removed",
 		"TTFT p99":                "Unsupported, so no data: for llamacpp, tgi, whose",
 		"Queue and running batch": "",
 	} {
