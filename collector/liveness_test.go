@@ -2,8 +2,13 @@ package collector
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,5 +102,81 @@ func TestSimulatedB11669LongGenerationsAreNotAStall(t *testing.T) {
 	}
 	if s := last.Counters[snapshot.EngineSteps]; !s.OK || s.V <= first.Counters[snapshot.EngineSteps].V {
 		t.Errorf("steps did not advance: %v to %v", first.Counters[snapshot.EngineSteps], s)
+	}
+}
+
+// The simulator's llama.cpp format restarts as llama-server b11669 does:
+// an engine served 2 minutes after the first (a restart after a short
+// uptime) sends a start token larger by those 2 minutes in microseconds
+// (its monotonic clock since boot, not Unix time), and its counters start
+// again: the scraper files a restart, not a baseline of another process
+// and not a glitch. Both processes carry the prefix-cache series.
+func TestSimulatedB11669RestartAfterAShortUptime(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	serve := func() (*httptest.Server, string) {
+		cfg := sim.DefaultConfig()
+		cfg.StartUnix = 0 // from the clock: when this process started
+		s, err := sim.NewServer(cfg, sim.ServerOptions{Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s.Handler(sim.FormatLlamaCPP))
+		t.Cleanup(srv.Close)
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return srv, resp.Header.Get("Process-Start-Time-Unix")
+	}
+	old, oldToken := serve()
+	var target atomic.Value
+	target.Store(old.URL)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(target.Load().(string))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Process-Start-Time-Unix", resp.Header.Get("Process-Start-Time-Unix"))
+		io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
+	sc := newTestScraper(t, proxy.URL, snapshot.LlamaCPP, 5*time.Second, 32<<20)
+	scrape := func(what string) *snapshot.Snapshot {
+		t.Helper()
+		snap, _, err := sc.Scrape(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(snap.Models) != 1 || !snap.Models[0].Counters[snapshot.PrefixCacheQueries].OK || !snap.Models[0].Counters[snapshot.PrefixCacheHits].OK {
+			t.Fatalf("%s: no prefix-cache series: %+v", what, snap.Models)
+		}
+		return snap
+	}
+	for range 24 { // 2 minutes of the first process, every 5 s
+		now = now.Add(5 * time.Second)
+		if s := scrape("first process"); s.Restarted {
+			t.Fatal("a restart filed while the first process runs")
+		}
+	}
+	before := scrape("first process").Models[0].Counters[snapshot.GenerationTokens].V
+	if before == 0 {
+		t.Fatal("the first process generated nothing in 2 minutes: nothing to fall")
+	}
+	fresh, freshToken := serve()
+	o, _ := strconv.ParseUint(oldToken, 10, 64)
+	f, _ := strconv.ParseUint(freshToken, 10, 64)
+	if f-o != 120_000_000 {
+		t.Errorf("start tokens %s then %s: want 120 s apart, in microseconds", oldToken, freshToken)
+	}
+	target.Store(fresh.URL)
+	now = now.Add(5 * time.Second)
+	s := scrape("restarted process")
+	if !s.Restarted || s.Baseline {
+		t.Errorf("after the restart: restarted=%v baseline=%v; generation tokens %v then %v",
+			s.Restarted, s.Baseline, before, s.Models[0].Counters[snapshot.GenerationTokens].V)
 	}
 }

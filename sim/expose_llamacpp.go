@@ -52,8 +52,13 @@ func (e *Engine) llamacppText() string {
 // llamacppProcessStart is the Process-Start-Time-Unix header llama-server
 // b11669 sends: despite its name, microseconds of the monotonic clock
 // since boot when the process started, not Unix time. The simulated node
-// booted about 65 minutes before the engine (a value seen on a real
-// server), shifted by the seed so that engines differ.
+// booted 3,899.5 s (a value seen on a real server) before the default
+// configuration's start (2026-01-01); an engine started later (a restart,
+// or a server started from the clock) sends a larger token by the time
+// between, as llama-server does, and engines started together differ by
+// the seed's milliseconds.
 func (e *Engine) llamacppProcessStart() string {
-	return strconv.FormatUint(3_899_513_466+e.cfg.Seed%1000*1_000_000, 10)
+	const boot = 1767225600 - 3899.513466
+	up := e.cfg.StartUnix - boot + float64(e.cfg.Seed%1000)/1000
+	return strconv.FormatUint(uint64(max(up, 0)*1e6), 10)
 }
