@@ -63,7 +63,9 @@ test-kubernetes: $(KUBE_APISERVER)
 
 $(KUBE_APISERVER):
 	mkdir -p $(dir $@)
-	cd test/kubernetes/apiserver && nice $(GO) build -trimpath -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver
+	cd test/kubernetes/apiserver && nice $(GO) build -trimpath -o $@.tmp \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver
 	mv $@.tmp $@
 
 # manifests rewrites deploy/kubernetes/ from the chart's defaults.

@@ -295,6 +295,21 @@ func (c *cluster) stopAPIServer() {
 	}
 }
 
+// terminateAPIServer sends the API server SIGTERM and returns a channel
+// closed when it has exited (killed after 90 s).
+func (c *cluster) terminateAPIServer() <-chan struct{} {
+	c.apiserver.Process.Signal(syscall.SIGTERM)
+	proc, exited := c.apiserver.Process, c.apiserverExited
+	go func() {
+		select {
+		case <-exited:
+		case <-time.After(90 * time.Second):
+			proc.Kill()
+		}
+	}()
+	return exited
+}
+
 func (c *cluster) clientset(rc *rest.Config) *kubernetes.Clientset {
 	c.t.Helper()
 	cs, err := kubernetes.NewForConfig(rc)
