@@ -52,7 +52,7 @@ chart-sync:
 # not part of test: it needs Debian's etcd-server and a kube-apiserver,
 # built once from the k8s.io/kubernetes module (test/kubernetes/apiserver,
 # its version matching the client-go in go.mod) into KUBE_CACHE, several
-# minutes and about 4 GiB of module and build cache the first time.
+# minutes the first time (docs/kubernetes.md has the figures).
 KUBE_CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/goodput-exporter
 KUBE_VERSION   := $(shell sed -n 's/^require k8s.io\/kubernetes //p' test/kubernetes/apiserver/go.mod)
 KUBE_APISERVER ?= $(KUBE_CACHE)/kube-apiserver-$(KUBE_VERSION)
