@@ -317,7 +317,9 @@ current-context: test
 		}
 		args = append(args, a)
 	}
-	args = append([]string{"serve"}, append(args, "--kubeconfig="+kubeconfig)...)
+	// At debug level the log has client-go's reflector (what it does after
+	// the API server restart).
+	args = append([]string{"serve"}, append(args, "--kubeconfig="+kubeconfig, "--log.level=debug")...)
 	daemonLog := filepath.Join(dir, "daemon.log")
 	daemon := exec.Command(daemonBin, args...)
 	daemon.Env = append(os.Environ(), "NODE_NAME=node-a", "KUBERNETES_SERVICE_HOST=", "KUBECONFIG=", "HOME="+dir)
@@ -504,6 +506,7 @@ current-context: test
 		fig.add("outage of %.0f s (SIGTERM to restart): %d reads of /metrics, all answered with vllm-0 up; /-/ready %d during it", time.Since(stopped).Seconds(), polls, code)
 
 		restarted := time.Now()
+		logAtRestart, _ := os.ReadFile(daemonLog)
 		c.startAPIServer(3 * time.Minute)
 		fig.add("kube-apiserver restart to /readyz: %.2f s", time.Since(restarted).Seconds())
 		ready := time.Now()
@@ -536,6 +539,17 @@ current-context: test
 		apiLog, _ := os.ReadFile(filepath.Join(c.dir, "kube-apiserver.log"))
 		fig.add("annotation change after the restart to scraped target: %.2f s (kube-apiserver log lines with \"Too large resource version\" so far: %d)",
 			d.Seconds(), strings.Count(string(apiLog), "Too large resource version"))
+		logAll, _ = os.ReadFile(daemonLog)
+		var lines []string
+		for _, l := range strings.Split(string(logAll[len(logAtRestart):]), "\n") {
+			if strings.Contains(l, "component=client-go") || strings.Contains(l, "component=kubernetes") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		fig.add("the daemon's discovery log from the restart to the change (last 30 lines):\n    %s", strings.Join(lines, "\n    "))
 		select {
 		case a := <-seen:
 			fig.add("the same change on the test's own watch, opened after the restart: %.2f s", a.Seconds())
