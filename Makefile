@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin accuracy
+.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes
 
 all: build test
 
@@ -46,6 +46,27 @@ chart-sync:
 	rm -f $(CHART)/files/rules/*.yml $(CHART)/files/dashboards/*.json
 	cp rules/*.yml $(CHART)/files/rules/
 	cp dashboards/*.json $(CHART)/files/dashboards/
+
+# test-kubernetes installs the chart into a real kube-apiserver on a real
+# etcd and runs the daemon against it (TestRealAPIServer, docs/kubernetes.md);
+# not part of test: it needs Debian's etcd-server and a kube-apiserver,
+# built once from the k8s.io/kubernetes module (test/kubernetes/apiserver,
+# its version matching the client-go in go.mod) into KUBE_CACHE, several
+# minutes the first time (docs/kubernetes.md has the figures).
+KUBE_CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/goodput-exporter
+KUBE_VERSION   := $(shell sed -n 's/^require k8s.io\/kubernetes //p' test/kubernetes/apiserver/go.mod)
+KUBE_APISERVER ?= $(KUBE_CACHE)/kube-apiserver-$(KUBE_VERSION)
+
+test-kubernetes: $(KUBE_APISERVER)
+	@command -v etcd >/dev/null 2>&1 || { echo "test-kubernetes needs etcd: apt-get install etcd-server"; exit 1; }
+	cd $(CHARTTEST) && GOODPUT_KUBE_APISERVER=$(KUBE_APISERVER) $(GO) test -count=1 -timeout 20m -v -run '^TestRealAPIServer$$' .
+
+$(KUBE_APISERVER):
+	mkdir -p $(dir $@)
+	cd test/kubernetes/apiserver && nice $(GO) build -trimpath -o $@.tmp \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver
+	mv $@.tmp $@
 
 # manifests rewrites deploy/kubernetes/ from the chart's defaults.
 manifests: chart-sync
