@@ -64,6 +64,11 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		win := s.window(in.Requests)
 		in.Good.Requests = b.Scale(in.Requests)
 		j.Window.add(win)
+		// The output lengths of the same requests, over the same
+		// intervals: what bounds their tokens over a window.
+		out := &tr.hists[snapshot.OutputTokens]
+		j.Window.Output.addOutput(in.Requests, m.Hists[snapshot.OutputTokens] != nil && out.ok && !out.skip,
+			out.bounds, out.dcum, out.dcount, out.dsum)
 		lower := j.Window.Requests - j.Window.Failed - unjudged(j.Window)
 		upper := j.Window.Requests
 		for _, g := range j.Window.Good {

@@ -1,5 +1,10 @@
 package goodput
 
+import (
+	"math"
+	"slices"
+)
+
 // WindowTotals are the cumulative counts a joint's bounds over any window
 // are drawn from, added up over the intervals the joint judged (an
 // interval in which an objective's data glitched is left out of all of
@@ -21,6 +26,28 @@ type WindowTotals struct {
 	// token) may have failed it: WindowBounds counts Requests − Judged
 	// against the lower bound where positive.
 	Judged []float64
+	// Output is the output-length histogram (tokens per request) of the
+	// requests counted in Requests, where the engine publishes one:
+	// what bounds the good requests' tokens over a window
+	// (WindowTokenBounds).
+	Output OutputTotals
+}
+
+// OutputTotals are the cumulative counts of the engine's per-request
+// output-length histogram over the intervals a joint judged, in the
+// bucket layout it first had.
+type OutputTotals struct {
+	// Bounds are the finite bucket bounds; Cum, per bound, the requests
+	// with at most that many tokens; Count all of them and Sum their
+	// tokens.
+	Bounds, Cum []float64
+	Count, Sum  float64
+	// Unmeasured counts the requests of the judged intervals whose
+	// lengths are not in the histogram: the engine had none in that
+	// interval, its increase was unusable (a glitch, a sum that is not a
+	// finite number) or its layout differed from Bounds. Their tokens are
+	// unknown, so no window that holds any of them has token bounds.
+	Unmeasured float64
 }
 
 // WindowBounds bounds the requests that met every objective among those
@@ -88,9 +115,106 @@ func (w *WindowTotals) add(o WindowTotals) {
 	}
 }
 
+// addOutput adds one judged interval's output-length increase (bounds,
+// dcum, dcount, dsum; ok false when there is none), for requests that
+// finished in it. The first layout is kept: an interval with another is
+// unmeasured, so that the cumulative counts never go down or change
+// meaning.
+func (o *OutputTotals) addOutput(requests float64, ok bool, bounds, dcum []float64, dcount, dsum float64) {
+	if len(o.Bounds) == 0 && ok && len(bounds) > 0 && len(dcum) == len(bounds) && o.Count == 0 {
+		o.Bounds = append([]float64(nil), bounds...)
+		o.Cum = make([]float64, len(bounds))
+	}
+	if !ok || len(dcum) != len(o.Bounds) || !slices.Equal(bounds, o.Bounds) ||
+		!(dsum >= 0) || math.IsInf(dsum, 1) || !(dcount >= 0) || math.IsInf(dcount, 1) {
+		o.Unmeasured += max(requests, 0)
+		return
+	}
+	// A sum the buckets cannot hold (fewer tokens than the requests'
+	// lower edges allow, or more than their upper edges): the engine's
+	// sum is not of these requests (a sum that read NaN is taken as no
+	// increase by the tracker). Their lengths are unknown.
+	h := lengths{bounds: bounds, cum: dcum, count: dcount}
+	if dsum < h.low(dcount)*(1-1e-9) || dsum > h.high(dcount)*(1+1e-9) {
+		o.Unmeasured += max(requests, 0)
+		return
+	}
+	for i, c := range dcum {
+		// dcum is clamped to [previous bucket, dcount] by the tracker.
+		o.Cum[i] += c
+	}
+	o.Count += dcount
+	o.Sum += dsum
+}
+
 // Clone returns a copy that does not share the per-objective slice.
 func (w WindowTotals) Clone() WindowTotals {
 	w.Good = append([]float64(nil), w.Good...)
 	w.Judged = append([]float64(nil), w.Judged...)
+	w.Output = w.Output.Clone()
 	return w
+}
+
+// Clone returns a copy that does not share the bucket slices.
+func (o OutputTotals) Clone() OutputTotals {
+	o.Bounds = append([]float64(nil), o.Bounds...)
+	o.Cum = append([]float64(nil), o.Cum...)
+	return o
+}
+
+// WindowTokenBounds bounds the output tokens of the requests that met
+// every objective among those that finished between two readings a
+// (earlier) and b of the same joint's totals. It is TokenBounds over the
+// window's output-length histogram (b.Output − a.Output) with the
+// window's request bounds (WindowBounds) widened by edge requests on
+// each side:
+//
+//	L = max(0, lower − edge − max(0, Δrequests − Δcount))
+//	U = min(Δcount, upper + edge + max(0, Δcount − Δrequests))
+//
+// the second terms allowing for a histogram that counted fewer or more
+// requests than the joint judged (a scrape read between two updates).
+// With edge the requests in flight at the window's two ends (running +
+// waiting), the true good requests g lie in [L, U] (see WindowBounds),
+// and TokenBounds holds for any g in [L, U], so
+//
+//	WindowTokenBounds(a, b, 0).Lower − edge tokens ≤ true good tokens ≤ WindowTokenBounds(a, b, 0).Upper + edge tokens
+//
+// where the edge tokens are what the edge requests can carry: the
+// difference between WindowTokenBounds(a, b, edge) and (a, b, 0), which
+// this function computes exactly. A guarantee as far as WindowBounds is
+// one: every objective judges requests and the histogram counts every
+// request when it finishes; with a per-token objective the request bounds
+// are an estimate and so are these.
+//
+// ok is false when the window has no token bounds: no histogram, or
+// requests finished in it whose lengths are unknown (Unmeasured grew).
+func WindowTokenBounds(a, b WindowTotals, edge float64) (Bounds, bool) {
+	ob, oa := b.Output, a.Output
+	if len(ob.Bounds) == 0 || ob.Unmeasured-oa.Unmeasured > 0 || !(edge >= 0) {
+		return Bounds{}, false
+	}
+	if len(oa.Cum) != 0 && len(oa.Cum) != len(ob.Cum) {
+		return Bounds{}, false
+	}
+	dcum := make([]float64, len(ob.Cum))
+	prev := 0.0
+	n := ob.Count - oa.Count
+	for i := range ob.Cum {
+		c := ob.Cum[i]
+		if len(oa.Cum) != 0 {
+			c -= oa.Cum[i]
+		}
+		// Rounding in the totals must not make a bucket fall.
+		c = min(max(c, prev), n)
+		dcum[i], prev = c, c
+	}
+	if !(n > 0) {
+		return Bounds{}, true
+	}
+	r := b.Requests - a.Requests
+	rb := WindowBounds(a, b)
+	lo := max(rb.Lower-edge-max(0, r-n), 0)
+	hi := min(rb.Upper+edge+max(0, n-r), n)
+	return TokenBounds(ob.Bounds, dcum, n, max(ob.Sum-oa.Sum, 0), Bounds{lo / n, hi / n})
 }

@@ -1,0 +1,227 @@
+package goodput
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// outputOf returns the output totals of a histogram of lengths.
+func outputOf(lens ...float64) OutputTotals {
+	h := histOf(tokenBounds(), lens...)
+	return OutputTotals{Bounds: h.Bounds, Cum: h.Cumulative, Count: h.Count, Sum: h.Sum}
+}
+
+// Two readings of one joint (ttft, error). Before the window: five
+// requests of 3 tokens, all good. In it: the ten requests of tenRequests
+// (932 tokens), one failing ttft and two failing error, so Δfailed = 3,
+// ttft possibly met by 9, error by 8. WindowBounds: lower = 10 − 3 = 7,
+// upper = min(10, 9, 8) = 8.
+//
+// Tokens, with L = 7 and U = 8 over the window's histogram (the ten):
+// Low(7) = 3·6 + 4·21 = 102, 932 − High(3) = 932 − (500 + 2·200) = 32:
+// lower 102. High(8) = 500 + 2·200 + 4·50 + 10 = 1110, 932 − Low(2) =
+// 932 − 12 = 920: upper 920.
+//
+// With one request in flight at the edges, L = 6 and U = 9: Low(6) =
+// 18 + 3·21 = 81, 932 − High(4) = 932 − 950 < 0: lower 81. High(9) =
+// 1120, 932 − Low(1) = 926: upper 926.
+func TestWindowTokenBoundsByHand(t *testing.T) {
+	a := WindowTotals{Requests: 5, Good: []float64{5, 5}, Judged: []float64{5, 5}, Output: outputOf(3, 3, 3, 3, 3)}
+	ten := tenRequests()
+	b := WindowTotals{Requests: 15, Failed: 3, Good: []float64{14, 13}, Judged: []float64{15, 15}, Output: outputOf(3, 3, 3, 3, 3)}
+	for i := range b.Output.Cum {
+		b.Output.Cum[i] += ten.Cumulative[i]
+	}
+	b.Output.Count += ten.Count
+	b.Output.Sum += ten.Sum
+	if r := WindowBounds(a, b); r != (Bounds{7, 8}) {
+		t.Fatalf("request bounds %+v, want {7 8}", r)
+	}
+	for _, c := range []struct {
+		edge         float64
+		lower, upper float64
+	}{{0, 102, 920}, {1, 81, 926}} {
+		got, ok := WindowTokenBounds(a, b, c.edge)
+		if !ok {
+			t.Fatalf("edge %v: no bounds", c.edge)
+		}
+		checkNear(t, "lower", got.Lower, c.lower)
+		checkNear(t, "upper", got.Upper, c.upper)
+	}
+	// The histogram counted one request fewer than the joint judged (a
+	// scrape between the two updates): that request may have been one of
+	// the 7 good, so L = 6, and U stays 8: Low(6) = 81 over the nine
+	// without the 400-token request (sum 532): 532 − High(3) = 532 − (2·200
+	// + 50) = 82; lower 82. High(8) = 2·200 + 4·50 + 2·10 = 620, 532 −
+	// Low(1) = 526: upper 526.
+	short := b.Clone()
+	short.Output.Count--
+	short.Output.Sum -= 400
+	for i, bound := range short.Output.Bounds {
+		if bound >= 500 {
+			short.Output.Cum[i]--
+		}
+	}
+	got, ok := WindowTokenBounds(a, short, 0)
+	if !ok || !near(got.Lower, 82) || !near(got.Upper, 526) {
+		t.Errorf("a request missing from the histogram: %+v %v, want {82 526}", got, ok)
+	}
+}
+
+// The incident the window bounds are for, through the tracker. Two
+// requests start and finish between the first and last scrape (nothing in
+// flight at either end). Y (10 tokens) starts fast and finishes in the
+// first interval; X (100 tokens) gets its first token late (2 s, failing
+// ttft ≤ 0.5 s) in the first interval and finishes, without error, in the
+// second. The truth: Y alone is good, 10 tokens.
+//
+// Interval by interval: the first judged ttft on X and Y (½) and error on
+// Y (1): ½ of one request, so Y's 10 tokens are bounded to [5, 5]
+// (Low(½) = 3, 10 − High(½) = 5; High(½) = 5, 10 − Low(½) = 7). The
+// second judged only error (X passes): X's 100 tokens count in full. The
+// sum, [105, 105], does not hold the truth.
+//
+// Over the window: 2 finished, failed 1 (ttft), ttft met by 1, error by
+// 2: request bounds [1, 1]. The histogram {10, 100}, sum 110: lower =
+// max(Low(1) = 6, 110 − High(1) = 10) = 10; upper = min(High(1) = 100,
+// 110 − Low(1) = 104) = 100. The truth, 10, is inside.
+func TestWindowTokenBoundsHoldWhereIntervalSumsFail(t *testing.T) {
+	slos := []SLO{{Name: "chat", Objectives: []Objective{{Kind: KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: KindError, Target: 0.99}}}}
+	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
+		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
+		m.Hists[snapshot.TTFT] = histOf(ttftBounds(), ttft...)
+		m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), lens...)
+		return m
+	}
+	tr := NewTracker("t", slos)
+	t0 := time.Unix(1_700_000_000, 0)
+	var reads []WindowTotals
+	for i, m := range []snapshot.Model{model(nil, 0), model([]float64{0.1, 2}, 1, 10), model([]float64{0.1, 2}, 2, 10, 100)} {
+		update(t, tr, &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: t0.Add(time.Duration(i) * 5 * time.Second), Models: []snapshot.Model{m}})
+		reads = append(reads, sloState(t, tr, "m", "chat").Joint.Window.Clone())
+	}
+	j := sloState(t, tr, "m", "chat").Joint
+	if !near(j.Total.Tokens.Lower, 105) || !near(j.Total.Tokens.Upper, 105) {
+		t.Errorf("interval sums %+v, want [105, 105]: the case no longer shows what it is for", j.Total.Tokens)
+	}
+	got, ok := WindowTokenBounds(reads[0], reads[2], 0)
+	if !ok || !near(got.Lower, 10) || !near(got.Upper, 100) {
+		t.Errorf("window token bounds %+v %v, want [10, 100]", got, ok)
+	}
+	// Each interval alone: the first holds Y, over {10} with request
+	// bounds [0, 1] (ttft judged X too, which had not finished): [0, 10];
+	// the second X, with request bounds [0, 0] (ttft met by none in it):
+	// [0, 0]. Both true, up to the edge (X in flight between them).
+	if got, ok := WindowTokenBounds(reads[0], reads[1], 0); !ok || got != (Bounds{0, 10}) {
+		t.Errorf("first interval %+v %v, want [0, 10]", got, ok)
+	}
+	if got, ok := WindowTokenBounds(reads[1], reads[2], 0); !ok || got != (Bounds{0, 0}) {
+		t.Errorf("second interval %+v %v, want [0, 0]", got, ok)
+	}
+}
+
+// Hostile output-length histograms: absent for a scrape, a new bucket
+// layout, a sum that is not a number, an engine restart. The cumulative
+// counts never fall, the requests whose lengths are unknown are counted
+// as unmeasured, and a window holding any of them has no token bounds,
+// while the windows around it keep theirs. Every request is good (e2e
+// 0.8 s), 10 tokens, 2 per scrape.
+func TestOutputTotalsHostileInput(t *testing.T) {
+	slos := []SLO{{Name: "fast", Objectives: []Objective{{Kind: KindE2E, Threshold: 1, Target: 0.9}}}}
+	type step struct {
+		n       int  // requests finished so far (this process)
+		hist    bool // the output-length histogram is in the scrape
+		bounds  []float64
+		sum     float64 // NaN: a sum that is not a number; 0: 10 per request
+		restart bool
+		// unmeasured after the step
+		unmeasured float64
+	}
+	other := []float64{16, 64, 256, 1024}
+	steps := []step{
+		{n: 0, hist: true},
+		{n: 2, hist: true},
+		{n: 4, hist: false, unmeasured: 2},                 // absent: these two are unknown
+		{n: 6, hist: true, unmeasured: 2},                  // back: measures from the last that had it (4 requests, 40 tokens)
+		{n: 8, hist: true, sum: math.NaN(), unmeasured: 4}, // a sum that is not a number
+		{n: 10, hist: true, unmeasured: 6},                 // the increase from a NaN sum is no number either
+		{n: 2, hist: true, restart: true, unmeasured: 6},   // a new process: its 2 are the increase
+		{n: 4, hist: true, bounds: other, unmeasured: 8},   // another layout: left out
+		{n: 6, hist: true, bounds: other, unmeasured: 10},  // and stays out, never counted in the wrong buckets
+	}
+	tr := NewTracker("t", slos)
+	t0 := time.Unix(1_700_000_000, 0)
+	var reads []WindowTotals
+	var prev OutputTotals
+	for i, s := range steps {
+		m := snapshot.Model{Name: "m"}
+		m.Hists[snapshot.E2E] = histOf(requestBounds(), repeat(0.8, s.n)...)
+		if s.hist {
+			b := tokenBounds()
+			if s.bounds != nil {
+				b = s.bounds
+			}
+			m.Hists[snapshot.OutputTokens] = histOf(b, repeat(10, s.n)...)
+			if math.IsNaN(s.sum) {
+				m.Hists[snapshot.OutputTokens].Sum = s.sum
+			}
+		}
+		snap := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: t0.Add(time.Duration(i) * 5 * time.Second), Models: []snapshot.Model{m}, Restarted: s.restart}
+		update(t, tr, snap)
+		w := sloState(t, tr, "m", "fast").Joint.Window
+		o := w.Output
+		if o.Count < prev.Count || o.Sum < prev.Sum || o.Unmeasured < prev.Unmeasured || len(o.Cum) < len(prev.Cum) {
+			t.Fatalf("step %d: output totals went down: %+v after %+v", i, o, prev)
+		}
+		for k := range prev.Cum {
+			if o.Cum[k] < prev.Cum[k] {
+				t.Fatalf("step %d: bucket %v went down: %v after %v", i, o.Bounds[k], o.Cum[k], prev.Cum[k])
+			}
+		}
+		if !(o.Sum >= 0) || math.IsInf(o.Sum, 0) {
+			t.Fatalf("step %d: sum %v", i, o.Sum)
+		}
+		checkNear(t, "unmeasured", o.Unmeasured, s.unmeasured)
+		prev = o.Clone()
+		reads = append(reads, w.Clone())
+	}
+	// Windows: every request measured is good and 10 tokens, so where
+	// there are bounds they are 10 per measured request exactly.
+	// Back after the absent scrape, the histogram counts the four
+	// requests since the last scrape that had it, the joint the two of
+	// the window: those two may be any of the four, so [Low…] over four
+	// of 10 tokens with L = 2, U = 4: [20, 40], around the truth 20.
+	if got, ok := WindowTokenBounds(reads[2], reads[3], 0); !ok || !near(got.Lower, 20) || !near(got.Upper, 40) {
+		t.Errorf("window 2..3: %+v %v, want [20, 40]", got, ok)
+	}
+	// Back after the absent scrape, the histogram counts the four
+	// requests since the last scrape that had it, the joint the two of
+	// the window: those two may be any of the four, so over four of 10
+	// tokens with L = 2, U = 4: [20, 40], around the truth 20.
+	if got, ok := WindowTokenBounds(reads[2], reads[3], 0); !ok || !near(got.Lower, 20) || !near(got.Upper, 40) {
+		t.Errorf("window 2..3: %+v %v, want [20, 40]", got, ok)
+	}
+	for _, c := range []struct {
+		a, b int
+		ok   bool
+		want float64
+	}{
+		{0, 1, true, 20}, // two requests, measured
+		{1, 2, false, 0}, // the histogram absent
+		{1, 3, false, 0}, // holds the absent scrape
+		{5, 6, true, 20}, // the restarted process's two
+		{3, 4, false, 0}, // the NaN sum
+		{6, 7, false, 0}, // another layout
+	} {
+		got, ok := WindowTokenBounds(reads[c.a], reads[c.b], 0)
+		if ok != c.ok || (ok && (!near(got.Lower, c.want) || !near(got.Upper, c.want))) {
+			t.Errorf("window %d..%d: %+v %v, want %v %v", c.a, c.b, got, ok, c.want, c.ok)
+		}
+	}
+	if _, ok := WindowTokenBounds(reads[0], reads[1], math.NaN()); ok {
+		t.Error("a NaN edge gave bounds")
+	}
+}
