@@ -169,11 +169,14 @@ func (o OutputTotals) Clone() OutputTotals {
 // window's request bounds (WindowBounds) widened by edge requests on
 // each side:
 //
-//	L = max(0, lower − edge − max(0, Δrequests − Δcount))
+//	L = max(0, lower − edge)
 //	U = min(Δcount, upper + edge + max(0, Δcount − Δrequests))
 //
-// the second terms allowing for a histogram that counted fewer or more
-// requests than the joint judged (a scrape read between two updates).
+// the last term allowing for a histogram that counted more requests than
+// the joint judged (a scrape read between two updates, or a histogram
+// back after a scrape without it: they may be good). A histogram that
+// counted fewer has no bounds: the tokens of the requests it missed are
+// unknown.
 // With edge the requests in flight at the window's two ends (running +
 // waiting), the true good requests g lie in [L, U] (see WindowBounds),
 // and TokenBounds holds for any g in [L, U], so
@@ -187,8 +190,12 @@ func (o OutputTotals) Clone() OutputTotals {
 // request when it finishes; with a per-token objective the request bounds
 // are an estimate and so are these.
 //
+// The edge tokens are at most edge times the most tokens one request of
+// the window can have (the upper edge of its highest occupied bucket).
+//
 // ok is false when the window has no token bounds: no histogram, or
-// requests finished in it whose lengths are unknown (Unmeasured grew).
+// requests finished in it whose lengths are unknown (Unmeasured grew, or
+// the histogram counted fewer requests than the joint).
 func WindowTokenBounds(a, b WindowTotals, edge float64) (Bounds, bool) {
 	ob, oa := b.Output, a.Output
 	if len(ob.Bounds) == 0 || ob.Unmeasured-oa.Unmeasured > 0 || !(edge >= 0) {
@@ -200,6 +207,12 @@ func WindowTokenBounds(a, b WindowTotals, edge float64) (Bounds, bool) {
 	dcum := make([]float64, len(ob.Cum))
 	prev := 0.0
 	n := ob.Count - oa.Count
+	r := b.Requests - a.Requests
+	if n < r*(1-1e-6) {
+		// The histogram missed requests the joint judged: their
+		// lengths are unknown.
+		return Bounds{}, false
+	}
 	for i := range ob.Cum {
 		c := ob.Cum[i]
 		if len(oa.Cum) != 0 {
@@ -212,9 +225,8 @@ func WindowTokenBounds(a, b WindowTotals, edge float64) (Bounds, bool) {
 	if !(n > 0) {
 		return Bounds{}, true
 	}
-	r := b.Requests - a.Requests
 	rb := WindowBounds(a, b)
-	lo := max(rb.Lower-edge-max(0, r-n), 0)
+	lo := max(rb.Lower-edge, 0)
 	hi := min(rb.Upper+edge+max(0, n-r), n)
 	return TokenBounds(ob.Bounds, dcum, n, max(ob.Sum-oa.Sum, 0), Bounds{lo / n, hi / n})
 }

@@ -52,11 +52,8 @@ func TestWindowTokenBoundsByHand(t *testing.T) {
 		checkNear(t, "upper", got.Upper, c.upper)
 	}
 	// The histogram counted one request fewer than the joint judged (a
-	// scrape between the two updates): that request may have been one of
-	// the 7 good, so L = 6, and U stays 8: Low(6) = 81 over the nine
-	// without the 400-token request (sum 532): 532 − High(3) = 532 − (2·200
-	// + 50) = 82; lower 82. High(8) = 2·200 + 4·50 + 2·10 = 620, 532 −
-	// Low(1) = 526: upper 526.
+	// scrape between the two updates): its tokens are unknown, so no
+	// bounds.
 	short := b.Clone()
 	short.Output.Count--
 	short.Output.Sum -= 400
@@ -65,9 +62,25 @@ func TestWindowTokenBoundsByHand(t *testing.T) {
 			short.Output.Cum[i]--
 		}
 	}
-	got, ok := WindowTokenBounds(a, short, 0)
-	if !ok || !near(got.Lower, 82) || !near(got.Upper, 526) {
-		t.Errorf("a request missing from the histogram: %+v %v, want {82 526}", got, ok)
+	if got, ok := WindowTokenBounds(a, short, 0); ok {
+		t.Errorf("a request missing from the histogram: %+v, want no bounds", got)
+	}
+	// One more than judged (a second 400-token request): it may be
+	// good, so U = 8 + 1 = 9 over eleven requests of 1,332 tokens. Lower:
+	// Low(7) = 102, 1332 − High(4) = 1332 − (2·500 + 2·200) < 0: 102.
+	long := b.Clone()
+	long.Output.Count++
+	long.Output.Sum += 400
+	for i, bound := range long.Output.Bounds {
+		if bound >= 500 {
+			long.Output.Cum[i]++
+		}
+	}
+	got, ok := WindowTokenBounds(a, long, 0)
+	// High(9) over eleven = 2·500 + 2·200 + 4·50 + 10 = 1610; 1332 −
+	// Low(2) = 1320: upper 1320.
+	if !ok || !near(got.Lower, 102) || !near(got.Upper, 1320) {
+		t.Errorf("a request more in the histogram: %+v %v, want {102 1320}", got, ok)
 	}
 }
 
