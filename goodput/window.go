@@ -230,3 +230,38 @@ func WindowTokenBounds(a, b WindowTotals, edge float64) (Bounds, bool) {
 	hi := min(rb.Upper+edge+max(0, n-r), n)
 	return TokenBounds(ob.Bounds, dcum, n, max(ob.Sum-oa.Sum, 0), Bounds{lo / n, hi / n})
 }
+
+// Steps are the weights with which the recording rules walk a window's
+// output-length buckets (docs/accuracy.md). With lo_i and hi_i the fewest
+// and most tokens a request of bucket i can have (as TokenBounds takes
+// them; bucket 0 is (−∞, b_0], lo_0 = 0), for each finite bound b_j:
+//
+//	lower[j] = lo_{j+1} − lo_j
+//	upper[j] = hi_{j+1} − hi_j   (0 for the last finite bound)
+//
+// and top = hi of the last finite bucket. Over a window whose histogram
+// increased by C_j at b_j and n in all, the fewest tokens k requests can
+// have and the most m requests can have (without requests past the last
+// bound) are
+//
+//	Low(k)  = Σ_j lower[j] · max(0, k − C_j)
+//	High(m) = top · m − Σ_j upper[j] · max(0, C_j − (n − m))
+//
+// which is what TokenBounds computes bucket by bucket, written as sums of
+// clamped differences that PromQL can take over label sets.
+func (o OutputTotals) Steps() (lower, upper []float64, top float64) {
+	h := lengths{bounds: o.Bounds, cum: make([]float64, len(o.Bounds))}
+	lower = make([]float64, len(o.Bounds))
+	upper = make([]float64, len(o.Bounds))
+	for j := range o.Bounds {
+		_, lo, hi := h.bucket(j)
+		_, nextLo, nextHi := h.bucket(j + 1)
+		lower[j] = nextLo - lo
+		if j+1 < len(o.Bounds) {
+			upper[j] = nextHi - hi
+		} else {
+			top = hi
+		}
+	}
+	return lower, upper, top
+}

@@ -2,6 +2,7 @@ package goodput
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -236,5 +237,81 @@ func TestOutputTotalsHostileInput(t *testing.T) {
 	}
 	if _, ok := WindowTokenBounds(reads[0], reads[1], math.NaN()); ok {
 		t.Error("a NaN edge gave bounds")
+	}
+}
+
+// The steps for vLLM's 1-2-5 family up to 1000, by hand. Buckets'
+// token ranges: [0,1], [2,2], [3,5], [6,10], [11,20], [21,50], [51,100],
+// [101,200], [201,500], [501,1000], [1001,∞).
+func TestOutputStepsByHand(t *testing.T) {
+	lower, upper, top := OutputTotals{Bounds: tokenBounds()}.Steps()
+	wantLower := []float64{2, 1, 3, 5, 10, 30, 50, 100, 300, 500}
+	wantUpper := []float64{1, 3, 5, 10, 30, 50, 100, 300, 500, 0}
+	for j := range wantLower {
+		if lower[j] != wantLower[j] || upper[j] != wantUpper[j] {
+			t.Errorf("le %v: steps %v, %v; want %v, %v", tokenBounds()[j], lower[j], upper[j], wantLower[j], wantUpper[j])
+		}
+	}
+	if top != 1000 {
+		t.Errorf("top %v, want 1000", top)
+	}
+}
+
+// stepBounds computes the token bounds as the recording rules do, from
+// the steps: a second path to TokenBounds.
+func stepBounds(bounds, cum []float64, n, sum float64, share Bounds) Bounds {
+	lower, upper, top := OutputTotals{Bounds: bounds}.Steps()
+	low := func(k float64) float64 {
+		t := 0.0
+		for j := range bounds {
+			t += lower[j] * max(0, k-cum[j])
+		}
+		return t
+	}
+	inf := n > cum[len(cum)-1]
+	high := func(m float64) float64 {
+		if inf && m > 0 {
+			return math.Inf(1)
+		}
+		t := top * m
+		for j := range bounds {
+			t -= upper[j] * max(0, cum[j]-(n-m))
+		}
+		return t
+	}
+	l, u := clamp01(share.Lower)*n, max(clamp01(share.Upper)*n, clamp01(share.Lower)*n)
+	up := min(max(min(high(u), sum-low(n-u)), 0), sum)
+	lo := min(max(max(low(l), sum-high(n-l)), 0), up)
+	return Bounds{lo, up}
+}
+
+// The steps' sums are TokenBounds: random lengths (some past the last
+// bound, some in it), random shares, fractional ones included.
+func TestOutputStepsAreTokenBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 2000 {
+		bounds := tokenBounds()
+		if trial%3 == 0 {
+			bounds = []float64{0.5, 1.5, 7, 64, 300.5}
+		}
+		n := 1 + rng.IntN(30)
+		lens := make([]float64, n)
+		for i := range lens {
+			lens[i] = float64(rng.IntN(1200))
+			if trial%2 == 0 {
+				lens[i] = float64(rng.IntN(300))
+			}
+		}
+		h := histOf(bounds, lens...)
+		lo := rng.Float64()
+		share := Bounds{lo, lo + (1-lo)*rng.Float64()}
+		want, ok := TokenBounds(h.Bounds, h.Cumulative, h.Count, h.Sum, share)
+		if !ok {
+			t.Fatalf("trial %d: no bounds", trial)
+		}
+		got := stepBounds(h.Bounds, h.Cumulative, h.Count, h.Sum, share)
+		if !near(got.Lower, want.Lower) || !near(got.Upper, want.Upper) {
+			t.Fatalf("trial %d (lengths %v, share %+v): steps give %+v, TokenBounds %+v", trial, lens, share, got, want)
+		}
 	}
 }
