@@ -315,3 +315,39 @@ func TestOutputStepsAreTokenBounds(t *testing.T) {
 		}
 	}
 }
+
+// slo-report's good tokens are the window's token bounds. Over 300 s, the
+// ten requests of tenRequests finish without error; TTFT judged them and
+// two more still running at the end, 12 in all, 10 good (one finished
+// request and one running one slow). Window totals: 10 finished, failed
+// 12 − 10 = 2, ttft met by 10, error by 10: requests [8, 10]. Tokens:
+// Low(8) = 18 + 84 + 51 = 153, 932 − High(2) = 932 − 700 = 232: lower 232;
+// High(10) = 1,130 (at most the sum), 932 − Low(0) = 932: upper 932. The
+// truth, the nine good finished requests' tokens, is 932 minus the slow
+// one's: inside, whichever it is. The interval's shares (ttft 10/12) put
+// the good requests at 8⅓ exactly and the upper bound at 932 − Low(1⅔)
+// = 922, below the truth 924 if the slow request was the 8-token one.
+func TestReportTokensFromWindowTotals(t *testing.T) {
+	slos := []SLO{{Name: "chat", Objectives: []Objective{{Kind: KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: KindError, Target: 0.99}}}}
+	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
+		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
+		m.Hists[snapshot.TTFT] = histOf(ttftBounds(), ttft...)
+		m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), lens...)
+		return m
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	prev := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: t0, Models: []snapshot.Model{model(nil, 0)}}
+	ttft := append(repeat(0.1, 10), 2, 2)
+	cur := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: t0.Add(300 * time.Second),
+		Models: []snapshot.Model{model(ttft, 10, 8, 9, 10, 30, 35, 40, 50, 150, 200, 400)}}
+	r, err := BuildReport(prev, cur, slos, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 1 || !r.Rows[0].Joint.TokensBounded {
+		t.Fatalf("rows %+v", r.Rows)
+	}
+	j := r.Rows[0].Joint
+	checkNear(t, "good tok/s lower", j.Lower.TokensPerSecond, 232.0/300)
+	checkNear(t, "good tok/s upper", j.Upper.TokensPerSecond, 932.0/300)
+}
