@@ -1,6 +1,9 @@
 package mixin
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Windows of the per-window goodput bounds: the 5m the overview's good
 // requests panel shows.
@@ -15,6 +18,16 @@ func measuredGood(w string) string {
 	return levelBound + ":llm_goodput_output_length_good_requests:window_increase" + w
 }
 func boundTokens(w string) string { return levelBound + ":llm_goodput_tokens:window_increase" + w }
+
+// windowSeconds is a window's length in seconds as the rules will run it
+// (scaled by TimeScale like their range selectors), to turn a window's
+// increase into a rate.
+func (c Config) windowSeconds(w string) string {
+	if c.TimeScale > 1 {
+		w = c.scaleDuration(w)
+	}
+	return strconv.FormatFloat(parsePromDuration(w).Seconds(), 'g', -1, 64)
+}
 
 // windowBounds records, per window, the bounds on the requests that met
 // every objective of an SLO among those that finished in the window,

@@ -199,9 +199,9 @@ func (c Config) RecordingGroups() []Group {
 		// estimate anyway (no output-length histogram, or a per-token
 		// objective); exact and sampled from the trace spans.
 		rec(levelBound+":llm_goodput_tokens:rate5m", fmt.Sprintf(
-			"sum by (%[1]s) (%[2]s) / 300\nor\n(\n  sum by (%[1]s) (rate(%[3]s[5m]))\n    unless on (%[4]s)\n  (%[5]s == 1)\n)\nor\nsum by (%[1]s) (rate(%[6]s[5m]))",
+			"sum by (%[1]s) (%[2]s) / %[7]s\nor\n(\n  sum by (%[1]s) (rate(%[3]s[5m]))\n    unless on (%[4]s)\n  (%[5]s == 1)\n)\nor\nsum by (%[1]s) (rate(%[6]s[5m]))",
 			c.by("target", "engine", "model", "slo", "bound"), boundTokens("5m"), c.sel("llm_goodput_tokens_total", `bound=~"lower|upper"`),
-			c.by("target", "engine", "model", "slo"), c.sel("llm_goodput_tokens_bounded"), c.sel("llm_goodput_tokens_total", `bound!~"lower|upper"`))),
+			c.by("target", "engine", "model", "slo"), c.sel("llm_goodput_tokens_bounded"), c.sel("llm_goodput_tokens_total", `bound!~"lower|upper"`), c.windowSeconds("5m"))),
 		// Across nodes: the sum of every node's goodput, each judged
 		// against its own node's objectives.
 		rec("model_slo_bound:llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (%s)",
