@@ -115,15 +115,23 @@ func (w *WindowTotals) add(o WindowTotals) {
 	}
 }
 
+// noteLayout takes bounds as the layout when none is known yet and
+// nothing has been counted, with zero counts.
+func (o *OutputTotals) noteLayout(bounds []float64) {
+	if len(o.Bounds) == 0 && o.Count == 0 && len(bounds) > 0 {
+		o.Bounds = append([]float64(nil), bounds...)
+		o.Cum = make([]float64, len(bounds))
+	}
+}
+
 // addOutput adds one judged interval's output-length increase (bounds,
 // dcum, dcount, dsum; ok false when there is none), for requests that
 // finished in it. The first layout is kept: an interval with another is
 // unmeasured, so that the cumulative counts never go down or change
 // meaning.
 func (o *OutputTotals) addOutput(requests float64, ok bool, bounds, dcum []float64, dcount, dsum float64) {
-	if len(o.Bounds) == 0 && ok && len(bounds) > 0 && len(dcum) == len(bounds) && o.Count == 0 {
-		o.Bounds = append([]float64(nil), bounds...)
-		o.Cum = make([]float64, len(bounds))
+	if ok && len(dcum) == len(bounds) {
+		o.noteLayout(bounds)
 	}
 	if !ok || len(dcum) != len(o.Bounds) || !slices.Equal(bounds, o.Bounds) ||
 		!(dsum >= 0) || math.IsInf(dsum, 1) || !(dcount >= 0) || math.IsInf(dcount, 1) {

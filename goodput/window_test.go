@@ -199,6 +199,9 @@ func TestOutputTotalsHostileInput(t *testing.T) {
 			t.Fatalf("step %d: sum %v", i, o.Sum)
 		}
 		checkNear(t, "unmeasured", o.Unmeasured, s.unmeasured)
+		if i == 0 && (len(o.Bounds) != len(tokenBounds()) || len(o.Cum) != len(o.Bounds) || o.Count != 0) {
+			t.Errorf("baseline: the layout is known from the first snapshot, with nothing counted; got %+v", o)
+		}
 		prev = o.Clone()
 		reads = append(reads, w.Clone())
 	}
