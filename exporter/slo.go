@@ -128,7 +128,7 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 					}
 					cm(d.objJudged, prometheus.CounterValue, n, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
 				}
-				d.emitOutput(s, j.Window.Output, e, ms.Model, ss.SLO)
+				d.emitOutput(s, &j.Window.Output, e, ms.Model, ss.SLO)
 			}
 			if (j.Supported && j.TokensSupported) || j.Total.Tokens != (goodput.Bounds{}) {
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
@@ -148,14 +148,16 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 // steps once the histogram has been seen. The layout is the first one
 // seen and never changes, so these series never come and go while the
 // model is kept.
-func (d *sloDescs) emitOutput(s collector.Sink, o goodput.OutputTotals, e, model, slo string) {
+func (d *sloDescs) emitOutput(s collector.Sink, o *goodput.OutputTotals, e, model, slo string) {
 	s.Sample(d.outUnmeasured, prometheus.CounterValue, o.Unmeasured, collector.Labels(e, model, slo))
 	if len(o.Bounds) == 0 {
 		return
 	}
-	lower, upper, top := o.Steps()
-	for j, b := range o.Bounds {
-		le := strconv.FormatFloat(b, 'g', -1, 64)
+	les, lower, upper, top := o.Layout()
+	if len(les) != len(o.Bounds) || len(o.Cum) != len(o.Bounds) {
+		return
+	}
+	for j, le := range les {
 		s.Sample(d.outLen, prometheus.CounterValue, o.Cum[j], collector.Labels(e, model, slo, le))
 		s.Sample(d.outStep, prometheus.GaugeValue, lower[j], collector.Labels(e, model, slo, le, "lower"))
 		s.Sample(d.outStep, prometheus.GaugeValue, upper[j], collector.Labels(e, model, slo, le, "upper"))

@@ -3,6 +3,7 @@ package goodput
 import (
 	"math"
 	"slices"
+	"strconv"
 )
 
 // WindowTotals are the cumulative counts a joint's bounds over any window
@@ -48,6 +49,18 @@ type OutputTotals struct {
 	// finite number) or its layout differed from Bounds. Their tokens are
 	// unknown, so no window that holds any of them has token bounds.
 	Unmeasured float64
+	// The layout's labels and steps, computed once when it is taken (an
+	// exposition renders them every scrape without allocating).
+	le                   []string
+	stepLower, stepUpper []float64
+	stepTop              float64
+}
+
+// Layout returns, for the layout taken, each finite bound as an
+// exposition label value and the steps (see Steps); nil before one is
+// taken. The slices belong to o.
+func (o *OutputTotals) Layout() (le []string, lower, upper []float64, top float64) {
+	return o.le, o.stepLower, o.stepUpper, o.stepTop
 }
 
 // WindowBounds bounds the requests that met every objective among those
@@ -121,6 +134,11 @@ func (o *OutputTotals) noteLayout(bounds []float64) {
 	if len(o.Bounds) == 0 && o.Count == 0 && len(bounds) > 0 {
 		o.Bounds = append([]float64(nil), bounds...)
 		o.Cum = make([]float64, len(bounds))
+		o.le = make([]string, len(bounds))
+		for j, b := range bounds {
+			o.le[j] = strconv.FormatFloat(b, 'g', -1, 64)
+		}
+		o.stepLower, o.stepUpper, o.stepTop = o.Steps()
 	}
 }
 
