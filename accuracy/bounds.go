@@ -52,6 +52,16 @@ type WindowResult struct {
 	// Width and Edge are the mean of upper − lower and of the edge, as a
 	// share of the window's true finished requests.
 	Width, Edge []float64
+	// The good requests' output tokens, per window length: how many
+	// windows had the true good tokens outside the token bounds drawn
+	// from the window's totals with the request bounds widened by the
+	// edge (goodput.WindowTokenBounds), outside them with no edge, and
+	// outside the increase of llm_goodput_tokens_total (each interval's
+	// bounds added up); how many windows had no token bounds at all; and
+	// the mean of upper − lower (edge 0) as a share of the true tokens of
+	// the window's finished requests.
+	TokOutside, TokOutsideNoEdge, TokOutsideSums, TokMissing []int
+	TokWidth                                                 []float64
 }
 
 // reading is what the daemon knows at one read.
@@ -64,6 +74,8 @@ type reading struct {
 	// added up.
 	former goodput.Bounds
 	edge   float64 // running + waiting
+	// sums is llm_goodput_tokens_total{bound="lower"|"upper"}.
+	sums goodput.Bounds
 }
 
 // RunWindows plays the scenario and checks every window. The truth and
@@ -84,6 +96,9 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 	cfg.Seed = o.Seed
 	cfg.Scenario = o.Scenario
 	cfg.Truth.Horizon = 0 // keep every record
+	// SGLang with --collect-tokens-histogram: without its output-length
+	// histogram no token bounds exist to check (vLLM always has one).
+	cfg.Engine.TokenHistograms = true
 	e, err := sim.New(cfg)
 	if err != nil {
 		return nil, err
@@ -150,7 +165,7 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 					if !ss.Joint.Supported || ss.Joint.RequestsSource == "" {
 						continue
 					}
-					rd.w, rd.totals = ss.Joint.Window.Clone(), ss.Joint.Total.Requests
+					rd.w, rd.totals, rd.sums = ss.Joint.Window.Clone(), ss.Joint.Total.Requests, ss.Joint.Total.Tokens
 					if in := ss.Joint.Interval; in.OK {
 						var ps []float64
 						for _, o := range ss.Objectives {
@@ -170,8 +185,10 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 	// Requests finished by each read, and the good ones, from the truth.
 	recs := e.Truth().Records(0, o.Duration+time.Nanosecond)
 	all := make([]time.Duration, len(recs))
+	allTok := make([]float64, len(recs)+1) // allTok[i]: tokens of the first i
 	for i := range recs {
 		all[i] = recs[i].Finish
+		allTok[i+1] = allTok[i] + float64(recs[i].OutputTokens)
 	}
 	upTo := func(xs []time.Duration, t time.Duration) float64 {
 		n, _ := slices.BinarySearch(xs, t+1) // finished at or before t
@@ -181,9 +198,11 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 	for _, r := range readers {
 		res := WindowResult{Format: r.format, Cadence: r.cadence}
 		var good []time.Duration
+		goodTok := []float64{0} // goodTok[i]: tokens of the first i good
 		for i := range recs {
 			if meets(r.slo, &recs[i]) {
 				good = append(good, recs[i].Finish)
+				goodTok = append(goodTok, goodTok[len(goodTok)-1]+float64(recs[i].OutputTokens))
 			}
 		}
 		if len(r.reads) == 0 || r.reads[len(r.reads)-1].w.Requests == 0 {
@@ -191,7 +210,8 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 		}
 		for _, w := range o.Windows {
 			var n, outside, outsideC, outsideN, outsideF int
-			var width, edge float64
+			var tokOut, tokOutN, tokOutS, tokMiss int
+			var width, edge, tokWidth float64
 			for i := range r.reads {
 				a := &r.reads[i]
 				j, found := slices.BinarySearchFunc(r.reads, a.at+w, func(x reading, t time.Duration) int { return int(x.at - t) })
@@ -201,6 +221,8 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 				b := &r.reads[j]
 				truth := upTo(good, b.at) - upTo(good, a.at)
 				finished := upTo(all, b.at) - upTo(all, a.at)
+				truthTok := goodTok[int(upTo(good, b.at))] - goodTok[int(upTo(good, a.at))]
+				finishedTok := allTok[int(upTo(all, b.at))] - allTok[int(upTo(all, a.at))]
 				e := a.edge + b.edge
 				tol := 1e-6 * max(1, finished)
 				wb := goodput.WindowBounds(a.w, b.w)
@@ -222,6 +244,25 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 					width += (wb.Upper - wb.Lower) / finished
 					edge += e / finished
 				}
+				ttol := 1e-6 * max(1, finishedTok)
+				tb, ok := goodput.WindowTokenBounds(a.w, b.w, e)
+				tn, okN := goodput.WindowTokenBounds(a.w, b.w, 0)
+				if !ok || !okN {
+					tokMiss++
+				} else {
+					if truthTok < tb.Lower-ttol || truthTok > tb.Upper+ttol {
+						tokOut++
+					}
+					if truthTok < tn.Lower-ttol || truthTok > tn.Upper+ttol {
+						tokOutN++
+					}
+					if finishedTok > 0 {
+						tokWidth += (tn.Upper - tn.Lower) / finishedTok
+					}
+				}
+				if sb := (goodput.Bounds{Lower: b.sums.Lower - a.sums.Lower, Upper: b.sums.Upper - a.sums.Upper}); truthTok < sb.Lower-ttol || truthTok > sb.Upper+ttol {
+					tokOutS++
+				}
 			}
 			res.Windows = append(res.Windows, n)
 			res.Outside = append(res.Outside, outside)
@@ -230,6 +271,11 @@ func RunWindows(o WindowOptions) ([]WindowResult, error) {
 			res.OutsideFormer = append(res.OutsideFormer, outsideF)
 			res.Width = append(res.Width, width/float64(max(n, 1)))
 			res.Edge = append(res.Edge, edge/float64(max(n, 1)))
+			res.TokOutside = append(res.TokOutside, tokOut)
+			res.TokOutsideNoEdge = append(res.TokOutsideNoEdge, tokOutN)
+			res.TokOutsideSums = append(res.TokOutsideSums, tokOutS)
+			res.TokMissing = append(res.TokMissing, tokMiss)
+			res.TokWidth = append(res.TokWidth, tokWidth/float64(max(n-tokMiss, 1)))
 		}
 		out = append(out, res)
 	}
@@ -259,7 +305,8 @@ func WriteWindowTable(w io.Writer, windows []time.Duration, rows []WindowRow) er
 	head := []string{"SCENARIO", "FORMAT", "CADENCE", "SEEDS"}
 	for _, d := range windows {
 		m := fmtMinutes(d)
-		head = append(head, m+" WINDOWS", m+" OUTSIDE (window / counters / no edge / former)", m+" WIDTH", m+" EDGE")
+		head = append(head, m+" WINDOWS", m+" OUTSIDE (window / counters / no edge / former)", m+" WIDTH", m+" EDGE",
+			m+" TOKENS OUTSIDE (window / no edge / sums / none)", m+" TOKENS WIDTH")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range rows {
@@ -271,7 +318,9 @@ func WriteWindowTable(w io.Writer, windows []time.Duration, rows []WindowRow) er
 		for k := range windows {
 			cells = append(cells, fmt.Sprint(r.Windows[k]),
 				fmt.Sprintf("%d / %d / %d / %d", r.Outside[k], r.OutsideCounters[k], r.OutsideNoEdge[k], r.OutsideFormer[k]),
-				fmt.Sprintf("%.3f", r.Width[k]), fmt.Sprintf("%.3f", r.Edge[k]))
+				fmt.Sprintf("%.3f", r.Width[k]), fmt.Sprintf("%.3f", r.Edge[k]),
+				fmt.Sprintf("%d / %d / %d / %d", r.TokOutside[k], r.TokOutsideNoEdge[k], r.TokOutsideSums[k], r.TokMissing[k]),
+				fmt.Sprintf("%.3f", r.TokWidth[k]))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -289,6 +338,8 @@ func (a *WindowResult) merge(b WindowResult) {
 		a.Outside, a.OutsideCounters, a.OutsideNoEdge = slices.Clone(b.Outside), slices.Clone(b.OutsideCounters), slices.Clone(b.OutsideNoEdge)
 		a.OutsideFormer = slices.Clone(b.OutsideFormer)
 		a.Width, a.Edge = slices.Clone(b.Width), slices.Clone(b.Edge)
+		a.TokOutside, a.TokOutsideNoEdge = slices.Clone(b.TokOutside), slices.Clone(b.TokOutsideNoEdge)
+		a.TokOutsideSums, a.TokMissing, a.TokWidth = slices.Clone(b.TokOutsideSums), slices.Clone(b.TokMissing), slices.Clone(b.TokWidth)
 		return
 	}
 	for k := range a.Windows {
@@ -297,6 +348,14 @@ func (a *WindowResult) merge(b WindowResult) {
 			a.Width[k] = (a.Width[k]*na + b.Width[k]*nb) / (na + nb)
 			a.Edge[k] = (a.Edge[k]*na + b.Edge[k]*nb) / (na + nb)
 		}
+		ta, tb := float64(a.Windows[k]-a.TokMissing[k]), float64(b.Windows[k]-b.TokMissing[k])
+		if ta+tb > 0 {
+			a.TokWidth[k] = (a.TokWidth[k]*ta + b.TokWidth[k]*tb) / (ta + tb)
+		}
+		a.TokOutside[k] += b.TokOutside[k]
+		a.TokOutsideNoEdge[k] += b.TokOutsideNoEdge[k]
+		a.TokOutsideSums[k] += b.TokOutsideSums[k]
+		a.TokMissing[k] += b.TokMissing[k]
 		a.Windows[k] += b.Windows[k]
 		a.Outside[k] += b.Outside[k]
 		a.OutsideCounters[k] += b.OutsideCounters[k]

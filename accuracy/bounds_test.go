@@ -60,6 +60,15 @@ func TestWindowBoundsQueueGrowthIncident(t *testing.T) {
 			t.Errorf("%v windows: truth outside the window bounds ± edge in %d of %d, outside the counters' increase ± edge in %d",
 				w, r.Outside[k], r.Windows[k], r.OutsideCounters[k])
 		}
+		if r.TokOutside[k] != 0 || r.TokMissing[k] != 0 {
+			t.Errorf("%v windows: true good tokens outside the token window bounds (edge included) in %d of %d, no token bounds in %d",
+				w, r.TokOutside[k], r.Windows[k], r.TokMissing[k])
+		}
+	}
+	// The per-interval token sums on the same reads: the case must still
+	// be one that tells the two apart.
+	if r.TokOutsideSums[1] == 0 {
+		t.Errorf("the per-interval token sums held in every 5m window: the scenario no longer shows what the token window bounds are for")
 	}
 	// The former definition on the same reads: the case must still be one
 	// that tells the two apart.
@@ -196,6 +205,10 @@ func TestWindowBoundsTable(t *testing.T) {
 			if r.Windows[k] == 0 || r.Outside[k] != 0 || r.OutsideCounters[k] != 0 {
 				t.Errorf("%s, %s at %v, %v windows: truth outside [lower − edge, upper + edge] in %d (counters %d) of %d",
 					r.Scenario, r.Format, r.Cadence, w, r.Outside[k], r.OutsideCounters[k], r.Windows[k])
+			}
+			if r.TokOutside[k] != 0 || r.TokMissing[k] != 0 {
+				t.Errorf("%s, %s at %v, %v windows: true good tokens outside the token window bounds (edge included) in %d, no token bounds in %d, of %d",
+					r.Scenario, r.Format, r.Cadence, w, r.TokOutside[k], r.TokMissing[k], r.Windows[k])
 			}
 		}
 	}

@@ -106,6 +106,14 @@ func NewLive(o LiveOptions) *Live { return &Live{o: o.withDefaults()} }
 // window closes into its load level once it spans Window. Intervals with
 // non-finite or negative values are skipped.
 func (l *Live) Add(at time.Time, seconds, requests, tokens, goodTokens float64) {
+	l.add(at, seconds, requests, tokens, goodTokens, nil)
+}
+
+// add is Add; windowGood, when not nil, gives the good tokens of the
+// whole window as it closes (the token bounds drawn from the window's
+// totals), which then replace the intervals' added up: each interval's
+// bounds need not hold over the window.
+func (l *Live) add(at time.Time, seconds, requests, tokens, goodTokens float64, windowGood func() (float64, bool)) {
 	for _, v := range []float64{seconds, requests, tokens, goodTokens} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return
@@ -120,6 +128,11 @@ func (l *Live) Add(at time.Time, seconds, requests, tokens, goodTokens float64) 
 	l.good += min(goodTokens, tokens)
 	if l.secs < l.o.Window.Seconds() {
 		return
+	}
+	if windowGood != nil {
+		if g, ok := windowGood(); ok && g >= 0 && !math.IsInf(g, 0) {
+			l.good = min(g, l.tokens)
+		}
 	}
 	load, thr, good := l.reqs/l.secs, l.tokens/l.secs, l.good/l.secs
 	l.secs, l.reqs, l.tokens, l.good = 0, 0, 0, 0

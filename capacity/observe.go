@@ -17,11 +17,18 @@ type Key struct{ Model, SLO string }
 type Observer struct {
 	opts LiveOptions
 	est  map[Key]*Live
+	// win holds, per estimator, the joint's window totals after the
+	// last interval and at the start of the window being added up.
+	win map[Key]*windowEdges
+}
+
+type windowEdges struct {
+	last, start goodput.WindowTotals
 }
 
 // NewObserver returns an observer whose estimators use opts.
 func NewObserver(opts LiveOptions) *Observer {
-	return &Observer{opts: opts, est: map[Key]*Live{}}
+	return &Observer{opts: opts, est: map[Key]*Live{}, win: map[Key]*windowEdges{}}
 }
 
 // Observe folds the interval between prev and cur, which tr has just been
@@ -39,6 +46,13 @@ func (o *Observer) Observe(tr *goodput.Tracker, prev, cur *snapshot.Snapshot) {
 			if !m.Present || prev == nil || cur == nil {
 				continue
 			}
+			w := o.win[k]
+			if w == nil {
+				w = &windowEdges{}
+				o.win[k] = w
+			}
+			last := w.last
+			w.last = s.Joint.Window.Clone()
 			iv := s.Joint.Interval
 			secs := cur.Time.Sub(prev.Time).Seconds()
 			if !iv.OK || !s.Joint.TokensSupported || secs <= 0 {
@@ -49,12 +63,33 @@ func (o *Observer) Observe(tr *goodput.Tracker, prev, cur *snapshot.Snapshot) {
 				e = NewLive(o.opts)
 				o.est[k] = e
 			}
-			e.Add(cur.Time, secs, arrivals(iv.Requests, prev.Model(m.Model), cur.Model(m.Model)), iv.Tokens, iv.Good.Tokens.Lower)
+			if e.secs == 0 {
+				// A new window starts with this interval.
+				w.start = last
+			}
+			// Where the tokens are bounds, a window's goodput is the
+			// lower token bound drawn from its totals
+			// (goodput.WindowTokenBounds), as the recording rules take
+			// it; the intervals' bounds added up need not hold over it.
+			var windowGood func() (float64, bool)
+			if s.Joint.TokensBounded && iv.TokensBounded {
+				start, end := w.start, s.Joint.Window
+				windowGood = func() (float64, bool) {
+					b, ok := goodput.WindowTokenBounds(start, end, 0)
+					return b.Lower, ok
+				}
+			}
+			e.add(cur.Time, secs, arrivals(iv.Requests, prev.Model(m.Model), cur.Model(m.Model)), iv.Tokens, iv.Good.Tokens.Lower, windowGood)
 		}
 	}
 	for k := range o.est {
 		if !seen[k] {
 			delete(o.est, k)
+		}
+	}
+	for k := range o.win {
+		if !seen[k] {
+			delete(o.win, k)
 		}
 	}
 }

@@ -60,3 +60,56 @@ func TestObserverFollowsTracker(t *testing.T) {
 		t.Fatalf("%d estimators after b was forgotten, want 2", o.Len())
 	}
 }
+
+// A window's goodput is its lower token bound drawn from the window's
+// totals, not the intervals' bounds added up. Two requests in one 10 s
+// window of two scrape intervals (goodput's
+// TestWindowTokenBoundsHoldWhereIntervalSumsFail): Y, 10 tokens, fast and
+// finished in the first; X, 100 tokens, a first token too late for
+// ttft ≤ 0.5 s in the first and finished in the second. The truth is 10
+// good tokens, 1 tok/s. Added up, the intervals' lower bounds are 5 and
+// 100, 10.5 tok/s, ten times the truth; the window's bound is [10, 100],
+// so its lower bound, 1 tok/s, is the truth.
+func TestObserverWindowGoodputFromTotals(t *testing.T) {
+	slos := []goodput.SLO{{Name: "chat", Objectives: []goodput.Objective{
+		{Kind: goodput.KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: goodput.KindError, Target: 0.99}}}}
+	ttftBounds := []float64{0.1, 0.5, 1, 2.5}
+	lenBounds := []float64{1, 2, 5, 10, 20, 50, 100, 200}
+	hist := func(bounds []float64, obs ...float64) *snapshot.Histogram {
+		h := &snapshot.Histogram{Bounds: bounds, Cumulative: make([]float64, len(bounds))}
+		for _, v := range obs {
+			for i, b := range bounds {
+				if v <= b {
+					h.Cumulative[i]++
+				}
+			}
+			h.Count++
+			h.Sum += v
+		}
+		return h
+	}
+	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
+		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
+		m.Hists[snapshot.TTFT] = hist(ttftBounds, ttft...)
+		m.Hists[snapshot.OutputTokens] = hist(lenBounds, lens...)
+		return m
+	}
+	tr := goodput.NewTracker("t", slos)
+	o := NewObserver(LiveOptions{Window: 10 * time.Second, MinWindows: 1})
+	var prev *snapshot.Snapshot
+	for i, m := range []snapshot.Model{model(nil, 0), model([]float64{0.1, 2}, 1, 10), model([]float64{0.1, 2}, 2, 10, 100)} {
+		cur := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: time.Unix(int64(5*i), 0), Models: []snapshot.Model{m}}
+		if err := tr.Update(cur); err != nil {
+			t.Fatal(err)
+		}
+		o.Observe(tr, prev, cur)
+		prev = cur
+	}
+	e := o.est[Key{"m", "chat"}]
+	if e == nil || len(e.levels) != 1 {
+		t.Fatalf("estimator %+v: want one level", e)
+	}
+	if lv := e.levels[0]; lv.good != 1 || lv.load != 0.2 || lv.thr != 11 {
+		t.Errorf("level: load %v req/s, throughput %v tok/s, goodput %v tok/s; want 0.2, 11, 1", lv.load, lv.thr, lv.good)
+	}
+}

@@ -21,6 +21,7 @@ type sloDescs struct {
 	tokens, goodTokens                               *prometheus.Desc
 	goodReq, goodTok, tokBounded                     *prometheus.Desc
 	judged, failed, objGood, objJudged               *prometheus.Desc
+	outLen, outTok, outUnmeasured, outStep           *prometheus.Desc
 }
 
 func newSLODescs(cl prometheus.Labels) *sloDescs {
@@ -45,7 +46,7 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 		goodReq: prometheus.NewDesc("llm_goodput_requests_total",
 			"Requests that met every objective of the SLO at once. bound=\"lower\" and \"upper\": cumulative Fréchet bounds from the per-objective counts since the daemon started; for any window between two scrapes, increase(lower) − edge ≤ the window's good requests ≤ increase(upper) + edge, edge being the requests in flight (llm_requests_running + llm_requests_waiting) at the window's two ends, when every objective judges requests and its threshold is a bucket bound or its interpolated requests are allowed for (they are). Looser than the per-window bounds the recording rules take from llm_goodput_judged_requests_total, llm_goodput_failed_requests_total and llm_goodput_objective_good_requests_total. bound=\"exact\" judges each request from its OTLP trace span, bound=\"sampled\" the same over sampled spans only.", bound, cl),
 		goodTok: prometheus.NewDesc("llm_goodput_tokens_total",
-			"Generation tokens of the requests that met every objective of the SLO. Where the engine publishes the per-request output-length histogram (llm_request_generation_tokens) and every objective judges requests, true bounds, counted when the requests finish: the failing requests are given the longest (lower) and shortest (upper) outputs its buckets and sum allow. Otherwise (llm_goodput_tokens_bounded 0) an estimate: generation tokens of each interval times the joint attainment bound, which overstates the lower bound when failing requests are longer than passing ones. bound=\"exact\" and \"sampled\": the tokens of the requests judged good from their OTLP trace spans.", bound, cl),
+			"Generation tokens of the requests that met every objective of the SLO. bound=\"lower\" and \"upper\": each scrape interval's bounds added up; where the engine publishes the per-request output-length histogram (llm_request_generation_tokens) and every objective judges requests, each interval's are bounds on the tokens of the requests that finished in it, the failing requests given the longest (lower) and shortest (upper) outputs its buckets and sum allow, but their sum over a window is not a bound when objectives judged a request in different intervals (TTFT at its first token, the others at its finish): for a window, read target_model_slo_bound:llm_goodput_tokens:window_increase5m, drawn from the window's totals, for which lower − edge tokens ≤ the window's good tokens ≤ upper + edge tokens, edge tokens being at most the requests in flight at the window's two ends times the most tokens one request can have. Without the histogram, or with a per-token objective (llm_goodput_tokens_bounded 0), an estimate: generation tokens of each interval times the joint attainment bound, which overstates the lower bound when failing requests are longer than passing ones. bound=\"exact\" and \"sampled\": the tokens of the requests judged good from their OTLP trace spans.", bound, cl),
 		judged: prometheus.NewDesc("llm_goodput_judged_requests_total",
 			"Finished requests judged against every objective of the SLO (the joint's requests: e2e observations, else finish reasons), over the scrape intervals in which no objective's data glitched. The window bounds: lower = increase(this) − increase(llm_goodput_failed_requests_total) − Σ over objectives of max(0, increase(this) − increase(llm_goodput_objective_judged_requests_total)), upper = min(increase(this), min over objectives of increase(llm_goodput_objective_good_requests_total)); the window's good requests lie in [lower − edge, upper + edge], edge the requests in flight at its two ends.", []string{"engine", "model", "slo"}, cl),
 		failed: prometheus.NewDesc("llm_goodput_failed_requests_total",
@@ -54,8 +55,16 @@ func newSLODescs(cl prometheus.Labels) *sloDescs {
 			"Per objective, the requests that may have met it (good + interpolated, at most the judged), over the same intervals as llm_goodput_judged_requests_total.", obj, cl),
 		objJudged: prometheus.NewDesc("llm_goodput_objective_judged_requests_total",
 			"Per objective, the requests it judged, over the same intervals as llm_goodput_judged_requests_total (the finished requests for error and per-token objectives). Finished requests it did not judge (TTFT of a request that never got a first token) may have failed it.", obj, cl),
+		outLen: prometheus.NewDesc("llm_goodput_output_length_requests_total",
+			"Of llm_goodput_judged_requests_total, those whose output length the engine's per-request output-length histogram (llm_request_generation_tokens) counted, with at most le_tokens tokens (le_tokens=\"+Inf\": all of them; a histogram bucket re-exported as a counter, so not named le), over the same intervals and in the bucket layout first seen. With llm_goodput_output_length_tokens_total and llm_goodput_output_length_step_tokens it bounds the good requests' tokens over any window (the recording rule target_model_slo_bound:llm_goodput_tokens:window_increase5m).", []string{"engine", "model", "slo", "le_tokens"}, cl),
+		outTok: prometheus.NewDesc("llm_goodput_output_length_tokens_total",
+			"The output tokens of the requests counted in llm_goodput_output_length_requests_total (the histogram's sum).", []string{"engine", "model", "slo"}, cl),
+		outUnmeasured: prometheus.NewDesc("llm_goodput_output_length_unmeasured_requests_total",
+			"Of llm_goodput_judged_requests_total, those whose output lengths are unknown: the engine has no output-length histogram, its increase was unusable (a glitch, a sum its buckets cannot hold) or its layout differs from the first. A window in which this rises has no token bounds.", []string{"engine", "model", "slo"}, cl),
+		outStep: prometheus.NewDesc("llm_goodput_output_length_step_tokens",
+			"Per bucket bound of llm_goodput_output_length_requests_total, the weights the token window bounds walk its buckets with: side=\"lower\", the fewest tokens a request of the next bucket can have minus those of this bucket's; side=\"upper\", the same for the most (0 at the last finite bound), and at le_tokens=\"+Inf\" the most tokens a request below the last finite bound can have.", []string{"engine", "model", "slo", "le_tokens", "side"}, cl),
 		tokBounded: prometheus.NewDesc("llm_goodput_tokens_bounded",
-			"1 when llm_goodput_tokens_total is a true lower and upper bound for this SLO (the engine has the per-request output-length histogram and no objective is judged per token), 0 when it is an estimate.", []string{"engine", "model", "slo"}, cl),
+			"1 when the good tokens' lower and upper bounds are true bounds for this SLO (the engine has the per-request output-length histogram and no objective is judged per token: the window bounds from llm_goodput_output_length_requests_total, and each interval's in llm_goodput_tokens_total), 0 when they are an estimate.", []string{"engine", "model", "slo"}, cl),
 	}
 }
 
@@ -119,6 +128,7 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 					}
 					cm(d.objJudged, prometheus.CounterValue, n, collector.Labels(e, ms.Model, ss.SLO, string(os.Objective.Kind)))
 				}
+				d.emitOutput(s, &j.Window.Output, e, ms.Model, ss.SLO)
 			}
 			if (j.Supported && j.TokensSupported) || j.Total.Tokens != (goodput.Bounds{}) {
 				cm(d.goodTok, prometheus.CounterValue, j.Total.Tokens.Lower, collector.Labels(e, ms.Model, ss.SLO, "lower"))
@@ -131,6 +141,30 @@ func (d *sloDescs) emit(s collector.Sink, tr *goodput.Tracker, engine snapshot.E
 			}
 		}
 	}
+}
+
+// emitOutput sends the output-length totals of one joint: the requests
+// whose lengths are unknown always, the buckets, their tokens and the
+// steps once the histogram has been seen. The layout is the first one
+// seen and never changes, so these series never come and go while the
+// model is kept.
+func (d *sloDescs) emitOutput(s collector.Sink, o *goodput.OutputTotals, e, model, slo string) {
+	s.Sample(d.outUnmeasured, prometheus.CounterValue, o.Unmeasured, collector.Labels(e, model, slo))
+	if len(o.Bounds) == 0 {
+		return
+	}
+	les, lower, upper, top := o.Layout()
+	if len(les) != len(o.Bounds) || len(o.Cum) != len(o.Bounds) {
+		return
+	}
+	for j, le := range les {
+		s.Sample(d.outLen, prometheus.CounterValue, o.Cum[j], collector.Labels(e, model, slo, le))
+		s.Sample(d.outStep, prometheus.GaugeValue, lower[j], collector.Labels(e, model, slo, le, "lower"))
+		s.Sample(d.outStep, prometheus.GaugeValue, upper[j], collector.Labels(e, model, slo, le, "upper"))
+	}
+	s.Sample(d.outLen, prometheus.CounterValue, o.Count, collector.Labels(e, model, slo, "+Inf"))
+	s.Sample(d.outStep, prometheus.GaugeValue, top, collector.Labels(e, model, slo, "+Inf", "upper"))
+	s.Sample(d.outTok, prometheus.CounterValue, o.Sum, collector.Labels(e, model, slo))
 }
 
 // sloNotes logs, once per target, model and SLO, what an operator should

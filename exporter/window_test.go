@@ -27,7 +27,8 @@ var windowSeries = []string{
 	"llm_slo_interpolated_requests_total", "llm_slo_aborted_requests_total",
 	"llm_goodput_requests_total", "llm_goodput_tokens_total", "llm_goodput_tokens_bounded",
 	"llm_goodput_judged_requests_total", "llm_goodput_failed_requests_total", "llm_goodput_objective_good_requests_total",
-	"llm_goodput_objective_judged_requests_total",
+	"llm_goodput_objective_judged_requests_total", "llm_goodput_output_length_requests_total", "llm_goodput_output_length_tokens_total",
+	"llm_goodput_output_length_unmeasured_requests_total", "llm_goodput_output_length_step_tokens",
 	"llm_slo_threshold_seconds", "llm_slo_target_ratio", "llm_engine_hourly_cost",
 }
 

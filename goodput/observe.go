@@ -29,6 +29,13 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 	j.TokensSupported = m.Counters[snapshot.GenerationTokens].OK || m.Hists[snapshot.OutputTokens] != nil
 	j.TokensBounded = m.Hists[snapshot.OutputTokens] != nil && s.perRequest()
 	j.Interval = JointInterval{}
+	if out := &tr.hists[snapshot.OutputTokens]; j.RequestsSource != "" && m.Hists[snapshot.OutputTokens] != nil && !out.unstable {
+		// The layout is known from the first snapshot that has the
+		// histogram, a baseline included: its counters then exist from
+		// the start, as the judged requests' do, and a window over their
+		// first samples is not short of the requests it judged.
+		j.Window.Output.noteLayout(out.bounds)
+	}
 	// With no objective judging anything there is no outcome at all. An
 	// objective whose data glitched this interval is unknown, not empty:
 	// then nothing is judged. Otherwise the interval's counts go to the
@@ -64,6 +71,11 @@ func (s *SLOState) observe(m *snapshot.Model, tr *modelTrack) {
 		win := s.window(in.Requests)
 		in.Good.Requests = b.Scale(in.Requests)
 		j.Window.add(win)
+		// The output lengths of the same requests, over the same
+		// intervals: what bounds their tokens over a window.
+		out := &tr.hists[snapshot.OutputTokens]
+		j.Window.Output.addOutput(in.Requests, m.Hists[snapshot.OutputTokens] != nil && out.ok && !out.skip,
+			out.bounds, out.dcum, out.dcount, out.dsum)
 		lower := j.Window.Requests - j.Window.Failed - unjudged(j.Window)
 		upper := j.Window.Requests
 		for _, g := range j.Window.Good {

@@ -153,8 +153,17 @@ func reportRow(model string, s *SLOState, seconds float64, cost *Cost) ReportRow
 		return g
 	}
 	if in.OK {
-		row.Joint.Lower = rates(in.Good.Requests.Lower, in.Good.Tokens.Lower)
-		row.Joint.Upper = rates(in.Good.Requests.Upper, in.Good.Tokens.Upper)
+		tok := in.Good.Tokens
+		// Bounded tokens are drawn from the window's totals, as the
+		// recording rules draw them (WindowTokenBounds): the report's
+		// tracker judged one interval, the window.
+		if in.TokensBounded {
+			if tb, ok := WindowTokenBounds(WindowTotals{}, j.Window, 0); ok {
+				tok = tb
+			}
+		}
+		row.Joint.Lower = rates(in.Good.Requests.Lower, tok.Lower)
+		row.Joint.Upper = rates(in.Good.Requests.Upper, tok.Upper)
 	}
 	return row
 }

@@ -122,7 +122,8 @@ type Joint struct {
 	// llm_goodput_*judged/failed/objective_good* series). Total.Tokens
 	// add up each interval's token bounds: bounds of each interval's
 	// finished requests, not guaranteed over windows in which objectives
-	// judged different requests (see docs/accuracy.md).
+	// judged different requests (see docs/accuracy.md); the token bounds
+	// over a window are WindowTokenBounds of two readings of Window.
 	Total GoodCounts
 	// Window holds the cumulative counts that bound the good requests of
 	// any window (WindowBounds between two readings of it).

@@ -264,7 +264,7 @@ func (c Config) overview() Dashboard {
 			}},
 			{"Goodput", []Panel{
 				{Title: "Good tokens per second against all tokens", Unit: "short",
-					Description: "Generation tokens of requests that met every objective of the SLO, between its lower and upper bound, against every generated token.",
+					Description: "Output tokens of the requests that finished in the last 5m and met every objective of the SLO, per second: lower and upper bounds from the window's output-length histogram and request bounds, which hold give or take the tokens of the requests in flight at the window's two ends (docs/accuracy.md); an estimate where llm_goodput_tokens_bounded is 0. Against every generated token.",
 					Exprs: []Target{{c.inSelected(levelBound + ":llm_goodput_tokens:rate5m{" + R + "}"), legendTarget + " {{slo}} {{bound}}"},
 						{rate("llm_generation_tokens_total"), legendTarget + " all tokens"}}},
 				{Title: "Good requests per second", Unit: "reqps",

@@ -193,8 +193,15 @@ func (c Config) RecordingGroups() []Group {
 	gp := Group{Name: "goodput-exporter.goodput", Interval: c.FastInterval, Rules: []Rule{
 		rec(levelBound+":llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
 			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_requests_total"))),
-		rec(levelBound+":llm_goodput_tokens:rate5m", fmt.Sprintf("sum by (%s) (rate(%s[5m]))",
-			c.by("target", "engine", "model", "slo", "bound"), c.sel("llm_goodput_tokens_total"))),
+		// The lower and upper bounds from the window's totals (the
+		// goodput-window-bounds group), which hold in any window; the
+		// daemon's per-interval sums only where the tokens are an
+		// estimate anyway (no output-length histogram, or a per-token
+		// objective); exact and sampled from the trace spans.
+		rec(levelBound+":llm_goodput_tokens:rate5m", fmt.Sprintf(
+			"sum by (%[1]s) (%[2]s) / %[7]s\nor\n(\n  sum by (%[1]s) (rate(%[3]s[5m]))\n    unless on (%[4]s)\n  (%[5]s == 1)\n)\nor\nsum by (%[1]s) (rate(%[6]s[5m]))",
+			c.by("target", "engine", "model", "slo", "bound"), boundTokens("5m"), c.sel("llm_goodput_tokens_total", `bound=~"lower|upper"`),
+			c.by("target", "engine", "model", "slo"), c.sel("llm_goodput_tokens_bounded"), c.sel("llm_goodput_tokens_total", `bound!~"lower|upper"`), c.windowSeconds("5m"))),
 		// Across nodes: the sum of every node's goodput, each judged
 		// against its own node's objectives.
 		rec("model_slo_bound:llm_goodput_requests:rate5m", fmt.Sprintf("sum by (%s) (%s)",

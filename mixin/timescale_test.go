@@ -48,6 +48,16 @@ func TestTimeScale(t *testing.T) {
 	if !strings.Contains(r.Annotations["description"], "last 1h") {
 		t.Errorf("texts keep the nominal windows: %s", r.Annotations["description"])
 	}
+	// A window's increase turned into a rate divides by the window as
+	// it runs: 5 s at scale 60, 300 s shipped.
+	_, r = find(c.RecordingGroups(), "target_model_slo_bound:llm_goodput_tokens:rate5m")
+	if !strings.Contains(r.Expr, "window_increase5m) / 5\n") {
+		t.Errorf("good-token rate at scale 60: %s", r.Expr)
+	}
+	_, r = find(Default().RecordingGroups(), "target_model_slo_bound:llm_goodput_tokens:rate5m")
+	if !strings.Contains(r.Expr, "window_increase5m) / 300\n") {
+		t.Errorf("shipped good-token rate: %s", r.Expr)
+	}
 	// Unscaled, the shipped rules are untouched.
 	_, r = find(Default().AlertGroups(), "LLMErrorBudgetBurn1h")
 	if r.For != "1m" {

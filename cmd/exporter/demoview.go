@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
@@ -80,6 +85,83 @@ next:
 		}
 	}
 	return total, found
+}
+
+// windowTotals reads one target's and SLO's window totals from the
+// daemon's own counters, the ones the recording rules read: judged and
+// failed requests, per objective (by name, so that two readings line up)
+// the possibly met and the judged, and the output-length counters.
+func (r reading) windowTotals(target, slo string) (goodput.WindowTotals, bool) {
+	want := map[string]string{"target": target, "slo": slo}
+	var w goodput.WindowTotals
+	var ok bool
+	if w.Requests, ok = r.sum("llm_goodput_judged_requests_total", want); !ok {
+		return w, false
+	}
+	w.Failed, _ = r.sum("llm_goodput_failed_requests_total", want)
+	w.Output.Unmeasured, _ = r.sum("llm_goodput_output_length_unmeasured_requests_total", want)
+	w.Output.Sum, _ = r.sum("llm_goodput_output_length_tokens_total", want)
+	objs := map[string][2]float64{}
+	type bucket struct{ le, n float64 }
+	var buckets []bucket
+	for _, name := range []string{"llm_goodput_objective_good_requests_total", "llm_goodput_objective_judged_requests_total", "llm_goodput_output_length_requests_total"} {
+		mf := r.mfs[name]
+		if mf == nil {
+			continue
+		}
+		for _, m := range mf.Metric {
+			lv := map[string]string{}
+			for _, lp := range m.Label {
+				lv[lp.GetName()] = lp.GetValue()
+			}
+			if lv["target"] != target || lv["slo"] != slo {
+				continue
+			}
+			v := m.GetCounter().GetValue()
+			switch name {
+			case "llm_goodput_output_length_requests_total":
+				if lv["le_tokens"] == "+Inf" {
+					w.Output.Count = v
+				} else if le, err := strconv.ParseFloat(lv["le_tokens"], 64); err == nil {
+					buckets = append(buckets, bucket{le, v})
+				}
+			case "llm_goodput_objective_good_requests_total":
+				o := objs[lv["objective"]]
+				o[0] = v
+				objs[lv["objective"]] = o
+			default:
+				o := objs[lv["objective"]]
+				o[1] = v
+				objs[lv["objective"]] = o
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(objs)) {
+		w.Good = append(w.Good, objs[name][0])
+		w.Judged = append(w.Judged, objs[name][1])
+	}
+	slices.SortFunc(buckets, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	for _, b := range buckets {
+		w.Output.Bounds = append(w.Output.Bounds, b.le)
+		w.Output.Cum = append(w.Output.Cum, b.n)
+	}
+	return w, true
+}
+
+// windowGoodTokens is the good-token rate's bounds between two readings, from
+// the window's totals (goodput.WindowTokenBounds, as the recording rules
+// take them); "-" where the window has none.
+func windowGoodTokens(a, b reading, target, slo string, secs float64) (string, string) {
+	wa, okA := a.windowTotals(target, slo)
+	wb, okB := b.windowTotals(target, slo)
+	if !okA || !okB || secs <= 0 {
+		return "-", "-"
+	}
+	tb, ok := goodput.WindowTokenBounds(wa, wb, 0)
+	if !ok {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.1f", tb.Lower/secs), fmt.Sprintf("%.1f", tb.Upper/secs)
 }
 
 // demoView redraws a table of what the daemon exports, as rates over the
@@ -190,9 +272,9 @@ func (v *demoView) draw() {
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
+		lo, hi := windowGoodTokens(a, b, en.name, slo, secs)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			en.name, slo, lever, gauge("llm_up", t, "%.0f"),
-			rate("llm_goodput_tokens_total", bound("lower")), rate("llm_goodput_tokens_total", bound("upper")),
+			en.name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
 			rate("llm_goodput_tokens_total", bound("exact")),
 			rate("llm_generation_tokens_total", t),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
@@ -282,15 +364,18 @@ func raisedModes(r reading, target string) string {
 }
 
 // costPerMillion is the hourly cost over the good-token rate at the lower
-// goodput bound (the higher cost).
+// goodput bound (the higher cost), from the window's totals.
 func (v *demoView) costPerMillion(a, b reading, target string) string {
 	cost, ok := b.sum("llm_engine_hourly_cost", map[string]string{"target": target})
-	want := map[string]string{"target": target, "slo": v.slo[target], "bound": "lower"}
-	x, okA := a.sum("llm_goodput_tokens_total", want)
-	y, okB := b.sum("llm_goodput_tokens_total", want)
+	wa, okA := a.windowTotals(target, v.slo[target])
+	wb, okB := b.windowTotals(target, v.slo[target])
 	secs := b.at.Sub(a.at).Seconds() * v.speed
-	if !ok || !okA || !okB || y <= x || secs <= 0 {
+	if !ok || !okA || !okB || secs <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3f", cost/3600/((y-x)/secs)*1e6)
+	tb, okT := goodput.WindowTokenBounds(wa, wb, 0)
+	if !okT || !(tb.Lower > 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", cost/3600/(tb.Lower/secs)*1e6)
 }
