@@ -127,14 +127,18 @@ func (d *demoCmd) Run(e *env) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serveHTTP(ctx, srv, listeners, "", &env{ctx: ctx, logger: logger}) }()
 
+	// Every URL the demo serves, one a line, before the first frame.
 	fmt.Fprintf(e.stdout, "daemon: %s\n", metricsURL)
 	fmt.Fprintf(e.stdout, "status: http://%s/ (lever buttons switch the simulated engines)\n", listeners[0].Addr())
+	fmt.Fprintf(e.stdout, "health: http://%s/-/healthy\n", listeners[0].Addr())
 	for _, en := range f.engines {
 		fmt.Fprintf(e.stdout, "engine: %-10s %s\n", en.name, en.url)
 	}
 	fmt.Fprintf(e.stdout, "gpus:   %-10s %s\n", "dcgm", f.gpuURL)
+	fmt.Fprintln(e.stdout, "otlp:   not served; the vLLM engine's request spans go to the receiver in-process")
 	slos := map[string]string{f.engines[0].name: "chat", f.engines[1].name: "chat-latency"}
 	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: e.stdout, tty: isTerminal(e.stdout), speed: d.Speed,
+		minSpan: 2 * d.Interval,
 		verdict: func(target string) []string { return evidence(ex, target) }}
 	go view.run(ctx, d.Refresh)
 	select {

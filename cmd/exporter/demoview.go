@@ -95,6 +95,11 @@ type demoView struct {
 	history    []reading
 	// verdict gives the evidence lines of a target's raised modes.
 	verdict func(target string) []string
+	// minSpan is the shortest wall time a rate is taken over: the daemon's
+	// counters step once a scrape, so over less than two scrapes a rate is
+	// one step over however little time passed between two readings (on a
+	// loaded machine, milliseconds), a number as wide as it is wrong.
+	minSpan time.Duration
 }
 
 // window is the wall time rates are taken over.
@@ -146,6 +151,9 @@ func (v *demoView) draw() {
 		return
 	}
 	a, b := v.history[0], v.history[len(v.history)-1]
+	if b.at.Sub(a.at) < v.minSpan {
+		return
+	}
 	secs := b.at.Sub(a.at).Seconds() * v.speed // rates per simulated second
 	rate := func(name string, want map[string]string) string {
 		x, okA := a.sum(name, want)
@@ -173,9 +181,6 @@ func (v *demoView) draw() {
 		return fmt.Sprintf(format, x)
 	}
 	var buf bytes.Buffer
-	if v.tty {
-		buf.WriteString("\033[H\033[2J")
-	}
 	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tEXACT\tTOK/S\tTTFT\tTPOT\tNO ERR\tPOWER W\tJ/TOK\tUSD/1M")
@@ -230,7 +235,21 @@ func (v *demoView) draw() {
 		}
 	}
 	buf.WriteString("\n")
-	v.out.Write(buf.Bytes())
+	// No line wider than the terminal, whatever the values: a table's
+	// widest cell (several raised modes, a long lever name) is cut, not
+	// wrapped into the next row.
+	var out bytes.Buffer
+	if v.tty {
+		out.WriteString("\033[H\033[2J")
+	}
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if body, ok := strings.CutSuffix(l, "\n"); ok {
+			out.WriteString(clip(body, viewWidth) + "\n")
+		} else {
+			out.WriteString(clip(l, viewWidth))
+		}
+	}
+	v.out.Write(out.Bytes())
 }
 
 // viewWidth is the widest line the view draws: it fits a 120-column
