@@ -44,7 +44,7 @@ func (d *demoCmd) Validate() error {
 	if d.Speed <= 0 || d.Interval <= 0 || d.Refresh <= 0 {
 		return fmt.Errorf("--speed, --collect.interval and --refresh must be positive")
 	}
-	if _, err := loadScenario(d.Tour); err != nil {
+	if _, err := sim.LoadScenario(d.Tour); err != nil {
 		return fmt.Errorf("--tour: %w", err)
 	}
 	return nil
@@ -79,7 +79,7 @@ func (d *demoCmd) Run(e *env) error {
 		ctx, cancel = context.WithTimeout(ctx, d.Duration)
 		defer cancel()
 	}
-	tour, _ := loadScenario(d.Tour)
+	tour, _ := sim.LoadScenario(d.Tour)
 	f, err := startFarm(ctx, farmSpec{
 		formats:   []sim.Format{sim.FormatVLLM, sim.FormatSGLang},
 		speed:     d.Speed,

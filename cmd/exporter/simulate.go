@@ -48,7 +48,7 @@ func (c *simulateCmd) engineSpecs() ([]sim.Format, []sim.Scenario, error) {
 		}
 		var sc sim.Scenario
 		if script != "" {
-			if sc, err = loadScenario(script); err != nil {
+			if sc, err = sim.LoadScenario(script); err != nil {
 				return nil, nil, fmt.Errorf("--engine %q: %w", e, err)
 			}
 		}
@@ -66,7 +66,7 @@ func (c *simulateCmd) Validate() error {
 		return errors.New("--speed must be positive")
 	}
 	if c.Scenario != "" {
-		if _, err := loadScenario(c.Scenario); err != nil {
+		if _, err := sim.LoadScenario(c.Scenario); err != nil {
 			return fmt.Errorf("--scenario: %w", err)
 		}
 	}
@@ -96,7 +96,7 @@ func (c *simulateCmd) Run(e *env) error {
 		spec.formats = append(spec.formats, format)
 	}
 	if c.Scenario != "" {
-		sc, _ := loadScenario(c.Scenario)
+		sc, _ := sim.LoadScenario(c.Scenario)
 		for range c.Engines {
 			spec.scenarios = append(spec.scenarios, sc)
 		}

@@ -14,7 +14,7 @@ import (
 // its cache is back under half and it no longer preempts, so the next
 // phase shows its own mode and not the one before.
 func TestDemoTourEndsEachLever(t *testing.T) {
-	tour, err := loadScenario(defaultTour)
+	tour, err := sim.LoadScenario(defaultTour)
 	if err != nil {
 		t.Fatal(err)
 	}
