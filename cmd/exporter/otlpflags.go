@@ -102,7 +102,7 @@ func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.E
 		DedupWindow: f.DedupWindow, DedupSpans: f.DedupMaxSpans, MaxCompletionTokens: float64(f.MaxCompletionTokens)})
 	ex.Registry().MustRegister(recv)
 	if ls.grpc != nil {
-		sec, err := grpcSecurity(webConfig)
+		sec, err := otlp.GRPCSecurity(webConfig)
 		if err != nil {
 			return err
 		}
