@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/accuracy"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
@@ -91,23 +92,23 @@ func (c *simulateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	spec := farmSpec{rate: c.Rate, speed: c.Speed, seed: c.Seed, listen: c.ListenAddress, maxClock: c.MaxSMClock}
+	spec := demo.FarmSpec{Rate: c.Rate, Speed: c.Speed, Seed: c.Seed, Listen: c.ListenAddress, MaxClock: c.MaxSMClock}
 	for range c.Engines {
-		spec.formats = append(spec.formats, format)
+		spec.Formats = append(spec.Formats, format)
 	}
 	if c.Scenario != "" {
 		sc, _ := sim.LoadScenario(c.Scenario)
 		for range c.Engines {
-			spec.scenarios = append(spec.scenarios, sc)
+			spec.Scenarios = append(spec.Scenarios, sc)
 		}
 	}
 	if len(c.Engine) > 0 {
-		spec.formats, spec.scenarios, _ = c.engineSpecs()
+		spec.Formats, spec.Scenarios, _ = c.engineSpecs()
 	}
 	var logs []*os.File
 	if c.TruthLog != "" {
-		spec.truthLog = func(i int) io.Writer {
-			f, err := os.Create(fmt.Sprintf("%s-%s-%d.jsonl", c.TruthLog, spec.formats[i], i))
+		spec.TruthLog = func(i int) io.Writer {
+			f, err := os.Create(fmt.Sprintf("%s-%s-%d.jsonl", c.TruthLog, spec.Formats[i], i))
 			if err != nil {
 				e.logger.Error("truth log", "err", err)
 				return io.Discard
@@ -121,17 +122,17 @@ func (c *simulateCmd) Run(e *env) error {
 			f.Close()
 		}
 	}()
-	f, err := startFarm(e.ctx, spec)
+	f, err := demo.StartFarm(e.ctx, spec)
 	if err != nil {
 		return err
 	}
-	for _, en := range f.engines {
-		fmt.Fprintf(e.stdout, "engine %-12s %s\n", en.name, en.url)
+	for _, en := range f.Engines {
+		fmt.Fprintf(e.stdout, "engine %-12s %s\n", en.Name, en.URL)
 	}
-	fmt.Fprintf(e.stdout, "gpus   %-12s %s\n", "dcgm", f.gpuURL)
-	fmt.Fprintf(e.stdout, "scrape them with: goodput-exporter --gpu.backend=dcgm-exporter --gpu.dcgm-exporter.url=%s", f.gpuURL)
-	for _, en := range f.engines {
-		fmt.Fprintf(e.stdout, " --target %s=%s", en.name, en.url)
+	fmt.Fprintf(e.stdout, "gpus   %-12s %s\n", "dcgm", f.GPUURL)
+	fmt.Fprintf(e.stdout, "scrape them with: goodput-exporter --gpu.backend=dcgm-exporter --gpu.dcgm-exporter.url=%s", f.GPUURL)
+	for _, en := range f.Engines {
+		fmt.Fprintf(e.stdout, " --target %s=%s", en.Name, en.URL)
 	}
 	fmt.Fprintln(e.stdout)
 	<-e.ctx.Done()

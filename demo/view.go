@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ next:
 // last window of readings: what an operator would graph.
 type demoView struct {
 	metricsURL string
-	farm       *farm
+	farm       *Farm
 	slo        map[string]string // target -> the SLO shown for it
 	logs       *logRing
 	out        io.Writer
@@ -184,19 +184,19 @@ func (v *demoView) draw() {
 	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tEXACT\tTOK/S\tTTFT\tTPOT\tNO ERR\tPOWER W\tJ/TOK\tUSD/1M")
-	for _, en := range v.farm.engines {
-		t := map[string]string{"target": en.name}
-		slo := v.slo[en.name]
+	for _, en := range v.farm.Engines {
+		t := map[string]string{"target": en.Name}
+		slo := v.slo[en.Name]
 		obj := func(o string) map[string]string {
-			return map[string]string{"target": en.name, "slo": slo, "objective": o}
+			return map[string]string{"target": en.Name, "slo": slo, "objective": o}
 		}
 		bound := func(bd string) map[string]string {
-			return map[string]string{"target": en.name, "slo": slo, "bound": bd}
+			return map[string]string{"target": en.Name, "slo": slo, "bound": bd}
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			en.name, slo, lever, gauge("llm_up", t, "%.0f"),
+			en.Name, slo, lever, gauge("llm_up", t, "%.0f"),
 			rate("llm_goodput_tokens_total", bound("lower")), rate("llm_goodput_tokens_total", bound("upper")),
 			rate("llm_goodput_tokens_total", bound("exact")),
 			rate("llm_generation_tokens_total", t),
@@ -205,26 +205,26 @@ func (v *demoView) draw() {
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("error")),
 			gauge("llm_engine_gpu_power_watts", t, "%.0f"),
 			ratio("llm_engine_gpu_energy_joules_total", "llm_generation_tokens_total", t),
-			v.costPerMillion(a, b, en.name))
+			v.costPerMillion(a, b, en.Name))
 	}
 	tw.Flush()
 	buf.WriteString("\n")
 	tw = tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tWAITING\tSLOPE/S\tRUNNING\tCEILING\tKV\tPREEMPT/S\tHIT RATIO\tFAILURE MODE (llm_failure_mode)")
-	for _, en := range v.farm.engines {
-		t := map[string]string{"target": en.name}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", en.name,
+	for _, en := range v.farm.Engines {
+		t := map[string]string{"target": en.Name}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", en.Name,
 			gauge("llm_requests_waiting", t, "%.0f"), gauge("llm_signal_waiting_slope", t, "%+.1f"),
 			gauge("llm_requests_running", t, "%.0f"), gauge("llm_signal_running_ceiling", t, "%.0f"),
 			gauge("llm_kv_cache_usage_ratio", t, "%.2f"), rate("llm_preemptions_total", t),
 			ratio("llm_prefix_cache_hits_total", "llm_prefix_cache_queries_total", t),
-			raisedModes(b, en.name))
+			raisedModes(b, en.Name))
 	}
 	tw.Flush()
 	if v.verdict != nil {
-		for _, en := range v.farm.engines {
-			for _, line := range v.verdict(en.name) {
-				fmt.Fprintf(&buf, "%s\n", clip("  "+en.name+" "+line, viewWidth))
+		for _, en := range v.farm.Engines {
+			for _, line := range v.verdict(en.Name) {
+				fmt.Fprintf(&buf, "%s\n", clip("  "+en.Name+" "+line, viewWidth))
 			}
 		}
 	}

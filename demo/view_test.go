@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -33,24 +33,24 @@ func viewReading(t *testing.T, at time.Time, text string) reading {
 func TestDemoViewWidth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f, err := startFarm(ctx, farmSpec{formats: []sim.Format{sim.FormatVLLM, sim.FormatSGLang}, speed: 1, seed: 1, listen: "127.0.0.1:0"})
+	f, err := StartFarm(ctx, FarmSpec{Formats: []sim.Format{sim.FormatVLLM, sim.FormatSGLang}, Speed: 1, Seed: 1, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	series := func(tokens float64) string {
 		var b strings.Builder
 		b.WriteString("# TYPE llm_goodput_tokens_total counter\n# TYPE llm_generation_tokens_total counter\n# TYPE llm_failure_mode gauge\n")
-		for _, en := range f.engines {
+		for _, en := range f.Engines {
 			for _, bd := range []string{"lower", "upper", "exact"} {
-				b.WriteString(`llm_goodput_tokens_total{target="` + en.name + `",slo="chat",bound="` + bd + `"} ` + model.SampleValue(tokens).String() + "\n")
+				b.WriteString(`llm_goodput_tokens_total{target="` + en.Name + `",slo="chat",bound="` + bd + `"} ` + model.SampleValue(tokens).String() + "\n")
 			}
 		}
-		for _, en := range f.engines {
-			b.WriteString(`llm_generation_tokens_total{target="` + en.name + `"} ` + model.SampleValue(tokens).String() + "\n")
+		for _, en := range f.Engines {
+			b.WriteString(`llm_generation_tokens_total{target="` + en.Name + `"} ` + model.SampleValue(tokens).String() + "\n")
 		}
-		for _, en := range f.engines {
+		for _, en := range f.Engines {
 			for _, m := range []string{"queue_growth", "kv_preemption", "prefill_interference", "prefix_cache_collapse", "decode_saturation"} {
-				b.WriteString(`llm_failure_mode{target="` + en.name + `",mode="` + m + `"} 1` + "\n")
+				b.WriteString(`llm_failure_mode{target="` + en.Name + `",mode="` + m + `"} 1` + "\n")
 			}
 		}
 		return b.String()
