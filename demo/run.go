@@ -10,12 +10,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/exporter-toolkit/web"
-
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
+	"github.com/goodput-exporter/goodput-exporter/internal/webserve"
 	"github.com/goodput-exporter/goodput-exporter/otlp"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
@@ -131,7 +130,7 @@ func Run(ctx context.Context, d Options, stdout io.Writer) error {
 	metricsURL := "http://" + l.Addr().String() + "/metrics"
 	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- serveHTTP(ctx, srv, l, logger) }()
+	go func() { errc <- webserve.Serve(ctx, srv, []net.Listener{l}, "", logger) }()
 
 	// Every URL the demo serves, one a line, before the first frame.
 	fmt.Fprintf(stdout, "daemon: %s\n", metricsURL)
@@ -247,25 +246,6 @@ func evidence(ex *exporter.Exporter, target string) []string {
 		out = append(out, m.String()+": "+v.Modes[m].Evidence)
 	}
 	return out
-}
-
-// serveHTTP serves the daemon on l until ctx ends or serving fails.
-func serveHTTP(ctx context.Context, srv *http.Server, l net.Listener, logger *slog.Logger) error {
-	addrs := []string{l.Addr().String()}
-	noSystemd, webConfig := false, ""
-	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &noSystemd, WebConfigFile: &webConfig}
-	errc := make(chan error, 1)
-	go func() { errc <- web.Serve(l, srv, flags, logger) }()
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		return nil
-	case err := <-errc:
-		srv.Close()
-		return err
-	}
 }
 
 func isTerminal(w io.Writer) bool {
