@@ -80,7 +80,16 @@ func TestDemo(t *testing.T) {
 	printed := out.String()
 	outMu.Unlock()
 	checkDemoURLs(t, printed)
-	time.Sleep(time.Second) // a few frames of the view
+	// Wait for a frame of the view (every fifth refresh without a
+	// terminal), however slowly a loaded machine draws it.
+	for drawn := false; !drawn; time.Sleep(100 * time.Millisecond) {
+		outMu.Lock()
+		drawn = strings.Contains(out.String(), "FAILURE MODE")
+		outMu.Unlock()
+		if !drawn && time.Now().After(deadline) {
+			break
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("demo returned %v", err)
