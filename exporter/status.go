@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
+	"github.com/goodput-exporter/goodput-exporter/exporter/history"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -145,15 +146,15 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 	}
 	s.SLOs, s.Unmeasurable = t.sloStatus(st.engine)
 	if t.hist != nil {
-		pts := t.hist.points()
-		span := chartSpan(pts, now)
-		for i, sig := range chartSignals {
-			c := statusChart{Name: sig.name, W: chartW, H: chartH, Last: "–", Span: span.String()}
-			path, last, top, ok := chartPath(pts, i, sig.ratio, now, span, chartW, chartH)
+		pts := t.hist.Points()
+		span := history.Covered(pts, now)
+		for i, sig := range history.Signals {
+			c := statusChart{Name: sig.Name, W: chartW, H: chartH, Last: "–", Span: span.String()}
+			path, last, top, ok := history.Path(pts, i, sig.Ratio, now, span, chartW, chartH)
 			if ok {
-				c.Path, c.Top = path, fmtValue(top, sig.ratio)
+				c.Path, c.Top = path, fmtValue(top, sig.Ratio)
 				if !math.IsNaN(last) {
-					c.Last = fmtValue(last, sig.ratio)
+					c.Last = fmtValue(last, sig.Ratio)
 				}
 			}
 			s.Charts = append(s.Charts, c)
@@ -163,20 +164,6 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		if cur, all, ok := levers.Levers(t.cfg.Name); ok {
 			s.Lever, s.Levers = cur, all
 		}
-	}
-	return s
-}
-
-// chartSpan is the time the charts cover: historySpan, or since the
-// oldest point kept when that is younger (a daemon just started), in
-// whole seconds.
-func chartSpan(pts []histPoint, now time.Time) time.Duration {
-	if len(pts) == 0 {
-		return historySpan
-	}
-	s := now.Sub(pts[0].at).Round(time.Second)
-	if s <= 0 || s > historySpan {
-		return historySpan
 	}
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
+	"github.com/goodput-exporter/goodput-exporter/exporter/history"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -53,7 +54,7 @@ type target struct {
 	diag     *diagnosis.Diagnoser // see diagnosis.go
 	diagD    *diagDescs
 	capLive  *liveCapacity // see capacity.go
-	hist     *history      // the status page's charts
+	hist     *history.Ring // the status page's charts
 }
 
 // discQuiet is how many updates a discontinuity must be absent before it
@@ -116,7 +117,7 @@ func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *E
 		state:   targetState{engine: engine},
 		tracker: tracker,
 		slos:    slos,
-		hist:    newHistory(e.opts.Interval),
+		hist:    history.New(e.opts.Interval),
 	}, nil
 }
 
@@ -170,7 +171,7 @@ func (t *target) adopt(old *target, slos []goodput.SLO) {
 	t.exact, t.bounds = exact, bounds
 	t.capLive = capLive
 	if hist != nil {
-		hist.resize(t.ex.opts.Interval)
+		hist.Resize(t.ex.opts.Interval)
 		t.hist = hist
 	}
 	t.exact.SetLimit(t.cfg.ModelLimit)
@@ -290,7 +291,7 @@ func (t *target) scrape(ctx context.Context) {
 	if err != nil {
 		st.lastErr = err.Error()
 		t.diagnose(start, nil)
-		t.hist.record(start, nil, nil)
+		t.hist.Record(start, nil, nil)
 	} else {
 		st.snap = snap
 		st.familyKeys, st.familyErrs = familyErrors(snap.Errors)
@@ -317,7 +318,7 @@ func (t *target) scrape(ctx context.Context) {
 		}
 		st.shortened = snap.Shortened > 0
 		t.diagnose(start, snap)
-		t.hist.record(start, snap, t.tracker)
+		t.hist.Record(start, snap, t.tracker)
 	}
 	cur := t.state
 	t.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/goodput-exporter/goodput-exporter/capacity"
 )
 
 const capDir = "../../capacity/testdata/"
@@ -53,7 +55,7 @@ func TestCapacityGate(t *testing.T) {
 	}
 	out, _, err = runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base,
 		capDir+"constructed/guidellm/regressed.json")
-	if !errors.Is(err, errRegressed) || !strings.Contains(out, "regression gate: FAIL") ||
+	if !errors.Is(err, capacity.ErrRegressed) || !strings.Contains(out, "regression gate: FAIL") ||
 		!strings.Contains(out, "rate sweep: the knee moved to a lower load: 14 req/s (round 5), was 17 req/s (round 6)") {
 		t.Fatalf("regressed: %v\n%s", err, out)
 	}

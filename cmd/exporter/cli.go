@@ -10,6 +10,8 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
+
+	"github.com/goodput-exporter/goodput-exporter/demo"
 )
 
 // errReported means the command already printed what went wrong; main
@@ -50,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
 		kong.UsageOnError(),
-		kong.Vars{"tour": defaultTour},
+		kong.Vars{"tour": demo.DefaultTour},
 	)
 	if err != nil {
 		return err

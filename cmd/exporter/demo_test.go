@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -29,13 +31,16 @@ func TestDemo(t *testing.T) {
 	}()
 	urls := make(chan string, 1)
 	var out strings.Builder
+	var outMu sync.Mutex
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
+			outMu.Lock()
 			out.WriteString(line + "\n")
+			outMu.Unlock()
 			if u, ok := strings.CutPrefix(line, "daemon: "); ok {
 				urls <- u
 			}
@@ -71,7 +76,20 @@ func TestDemo(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // a few frames of the view
+	outMu.Lock()
+	printed := out.String()
+	outMu.Unlock()
+	checkDemoURLs(t, printed)
+	// Wait for a frame of the view (every fifth refresh without a
+	// terminal), however slowly a loaded machine draws it.
+	for drawn := false; !drawn; time.Sleep(100 * time.Millisecond) {
+		outMu.Lock()
+		drawn = strings.Contains(out.String(), "FAILURE MODE")
+		outMu.Unlock()
+		if !drawn && time.Now().After(deadline) {
+			break
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("demo returned %v", err)
@@ -85,5 +103,56 @@ func TestDemo(t *testing.T) {
 		if n := utf8.RuneCountInString(line); n > 120 {
 			t.Errorf("a line of %d columns:\n%s", n, line)
 		}
+	}
+}
+
+// demoURL is a line the demo prints before its first frame: what is
+// served, and its URL.
+var demoURL = regexp.MustCompile(`(?m)^(daemon|status|health|engine|gpus): .*?(http://\S+)`)
+
+// checkDemoURLs GETs every URL the demo printed: each must answer 200 with
+// what its line says it is, and every thing the demo serves must be
+// printed (the daemon's /metrics, its status page and health, each
+// simulated engine, the GPU endpoint).
+func checkDemoURLs(t *testing.T, printed string) {
+	t.Helper()
+	// What each kind of line's URL must serve: a word only it has.
+	want := map[string]string{
+		"daemon": "llm_goodput_tokens_total",
+		"status": "<html",
+		"health": "OK",
+		"gpus":   "DCGM_FI_DEV_POWER_USAGE",
+	}
+	seen := map[string]int{}
+	for _, m := range demoURL.FindAllStringSubmatch(printed, -1) {
+		kind, url := m[1], m[2]
+		seen[kind]++
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("%s %s: %v", kind, url, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: HTTP %d", kind, url, resp.StatusCode)
+			continue
+		}
+		word := want[kind]
+		if kind == "engine" {
+			// vllm-0 serves vllm:..., sglang-1 sglang:...
+			word = strings.SplitN(strings.Fields(m[0])[1], "-", 2)[0] + ":"
+		}
+		if !strings.Contains(string(body), word) {
+			t.Errorf("%s %s does not serve %q:\n%.500s", kind, url, word, body)
+		}
+	}
+	for kind, n := range map[string]int{"daemon": 1, "status": 1, "health": 1, "engine": 2, "gpus": 1} {
+		if seen[kind] != n {
+			t.Errorf("the demo printed %d %s URLs, want %d:\n%.2000s", seen[kind], kind, n, printed)
+		}
+	}
+	if !strings.Contains(printed, "otlp: ") {
+		t.Errorf("the demo does not say where its OTLP receiver is:\n%.2000s", printed)
 	}
 }

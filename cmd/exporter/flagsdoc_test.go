@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/internal/docscheck"
 )
 
@@ -17,7 +18,7 @@ import (
 func serveFlags(t *testing.T) (map[string]*kong.Flag, *kong.Application) {
 	t.Helper()
 	var c cli
-	parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": defaultTour})
+	parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/goodput-exporter/goodput-exporter/exporter"
 	"github.com/goodput-exporter/goodput-exporter/otlp"
@@ -42,95 +36,12 @@ func (f *otlpFlags) validate() error {
 
 func (f *otlpFlags) enabled() bool { return f.GRPCAddress != "" || f.HTTPAddress != "" }
 
-// otlpListeners are the receiver's open sockets.
-type otlpListeners struct {
-	grpc, http net.Listener
-	stop       []func() // servers to stop once the daemon ends
-}
-
-// shutdown stops the receivers' servers and waits for them.
-func (ls *otlpListeners) shutdown() {
-	if ls == nil {
-		return
-	}
-	for _, stop := range ls.stop {
-		stop()
-	}
-}
-
-// listen opens the receiver's addresses before anything starts, so that a
-// taken port fails the start.
-func (f *otlpFlags) listen() (*otlpListeners, error) {
-	var ls otlpListeners
-	var err error
-	if f.GRPCAddress != "" {
-		if ls.grpc, err = net.Listen("tcp", f.GRPCAddress); err != nil {
-			return nil, fmt.Errorf("--otlp.grpc.listen-address %s: %w", f.GRPCAddress, err)
-		}
-	}
-	if f.HTTPAddress != "" {
-		if ls.http, err = net.Listen("tcp", f.HTTPAddress); err != nil {
-			if ls.grpc != nil {
-				ls.grpc.Close()
-			}
-			return nil, fmt.Errorf("--otlp.http.listen-address %s: %w", f.HTTPAddress, err)
-		}
-	}
-	return &ls, nil
-}
-
-func (ls *otlpListeners) close() {
-	if ls == nil {
-		return
-	}
-	if ls.grpc != nil {
-		ls.grpc.Close()
-	}
-	if ls.http != nil {
-		ls.http.Close()
-	}
-}
-
-// serve runs the receiver on the open listeners until ctx ends; its
-// counters join the exporter's registry.
-func (f *otlpFlags) serve(ctx context.Context, ls *otlpListeners, ex *exporter.Exporter, webConfig string, e *env) error {
-	if ls == nil {
-		return nil
-	}
+// receiver is the OTLP receiver the flags describe, its counters in the
+// exporter's registry and its spans folded into the exporter's targets.
+func (f *otlpFlags) receiver(ex *exporter.Exporter, e *env) *otlp.Receiver {
 	recv := otlp.New(otlp.Options{Sink: ex, MaxRequestSize: int64(f.MaxRequestSize), Logger: e.logger,
 		MaxInflightRequests: f.MaxInflightRequests, MaxInflightBytes: f.MaxInflightBytes,
 		DedupWindow: f.DedupWindow, DedupSpans: f.DedupMaxSpans, MaxCompletionTokens: float64(f.MaxCompletionTokens)})
 	ex.Registry().MustRegister(recv)
-	if ls.grpc != nil {
-		sec, err := grpcSecurity(webConfig)
-		if err != nil {
-			return err
-		}
-		gs := grpc.NewServer(append(recv.GRPCServerOptions(), sec...)...)
-		recv.RegisterGRPC(gs)
-		go func() {
-			if err := gs.Serve(ls.grpc); err != nil {
-				e.logger.Error("OTLP gRPC receiver stopped", "err", err)
-			}
-		}()
-		ls.stop = append(ls.stop, gs.Stop)
-		e.logger.Info("receiving OTLP traces over gRPC", "address", ls.grpc.Addr().String())
-	}
-	if ls.http != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/v1/traces", recv)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute} // a sender trickling a body cannot hold a connection forever
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			// Its "Listening on" line says it is the receiver's, not /metrics'.
-			oe := &env{ctx: e.ctx, stdout: e.stdout, stderr: e.stderr, logger: e.logger.With("component", "otlp")}
-			if err := serveHTTP(ctx, srv, []net.Listener{ls.http}, webConfig, oe); err != nil {
-				e.logger.Error("OTLP HTTP receiver stopped", "err", err)
-			}
-		}()
-		ls.stop = append(ls.stop, func() { <-done })
-		e.logger.Info("receiving OTLP traces over HTTP", "address", ls.http.Addr().String(), "path", "/v1/traces")
-	}
-	return nil
+	return recv
 }

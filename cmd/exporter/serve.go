@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,6 +16,8 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/exporter"
 	"github.com/goodput-exporter/goodput-exporter/internal/memlimit"
+	"github.com/goodput-exporter/goodput-exporter/internal/webserve"
+	"github.com/goodput-exporter/goodput-exporter/otlp"
 )
 
 type serveCmd struct {
@@ -138,14 +139,14 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	// Listen first: a taken port must fail the start, not leave a daemon
 	// that collects with nothing serving it.
-	listeners, err := listenAll(s.ListenAddress)
+	listeners, err := webserve.ListenAll(s.ListenAddress)
 	if err != nil {
 		return err
 	}
-	var traces *otlpListeners
+	var traces *otlp.Listeners // nil: no OTLP receiver
 	if s.OTLP.enabled() {
-		if traces, err = s.OTLP.listen(); err != nil {
-			closeAll(listeners)
+		if traces, err = otlp.Listen(s.OTLP.GRPCAddress, s.OTLP.HTTPAddress); err != nil {
+			webserve.CloseAll(listeners)
 			return err
 		}
 	}
@@ -160,28 +161,30 @@ func (s *serveCmd) Run(e *env) error {
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
-		closeAll(listeners)
-		traces.close()
+		webserve.CloseAll(listeners)
+		traces.Close()
 		return err
 	}
-	if err := s.OTLP.serve(ctx, traces, ex, s.WebConfigFile, e); err != nil {
-		cancel()
-		ex.Wait()
-		closeAll(listeners)
-		traces.close()
-		return err
+	if traces != nil {
+		if err := traces.Serve(ctx, s.OTLP.receiver(ex, e), s.WebConfigFile, e.logger); err != nil {
+			cancel()
+			ex.Wait()
+			webserve.CloseAll(listeners)
+			traces.Close()
+			return err
+		}
 	}
 	stopDiscovery, err := s.Kubernetes.start(ctx, ex, e.logger)
 	if err != nil {
 		cancel()
-		traces.shutdown()
+		traces.Shutdown()
 		ex.Wait()
-		closeAll(listeners)
+		webserve.CloseAll(listeners)
 		return err
 	}
 	defer func() {
 		cancel()
-		traces.shutdown()
+		traces.Shutdown()
 		stopDiscovery()
 		ex.Wait()
 	}()
@@ -205,51 +208,7 @@ func (s *serveCmd) Run(e *env) error {
 		reload = load
 	}
 	srv := &http.Server{Handler: ex.Handler(s.TelemetryPath, reload), ReadHeaderTimeout: 10 * time.Second}
-	return serveHTTP(ctx, srv, listeners, s.WebConfigFile, e)
-}
-
-func closeAll(ls []net.Listener) {
-	for _, l := range ls {
-		l.Close()
-	}
-}
-
-// listenAll opens every address, or none.
-func listenAll(addrs []string) ([]net.Listener, error) {
-	var listeners []net.Listener
-	for _, a := range addrs {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			closeAll(listeners)
-			return nil, fmt.Errorf("listening on %s: %w", a, err)
-		}
-		listeners = append(listeners, l)
-	}
-	return listeners, nil
-}
-
-// serveHTTP serves on every listener until ctx ends or one fails.
-func serveHTTP(ctx context.Context, srv *http.Server, listeners []net.Listener, webConfig string, e *env) error {
-	addrs := make([]string, len(listeners))
-	for i, l := range listeners {
-		addrs[i] = l.Addr().String()
-	}
-	noSystemd := false
-	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &noSystemd, WebConfigFile: &webConfig}
-	errc := make(chan error, len(listeners))
-	for _, l := range listeners {
-		go func() { errc <- web.Serve(l, srv, flags, e.logger) }()
-	}
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		return nil
-	case err := <-errc:
-		srv.Close()
-		return err
-	}
+	return webserve.Serve(ctx, srv, listeners, s.WebConfigFile, e.logger)
 }
 
 // offIsNegative maps a flag's 0 (no bound) to the options' negative.

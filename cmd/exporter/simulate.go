@@ -3,15 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/goodput-exporter/goodput-exporter/accuracy"
 	"github.com/goodput-exporter/goodput-exporter/config"
-	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
@@ -36,28 +31,6 @@ type simulateCmd struct {
 	Engine        []string      `name:"engine" sep:"none" placeholder:"FORMAT[=SCENARIO]" help:"One engine in FORMAT following its own lever script (inline or @FILE; default healthy); repeatable, in port order. Replaces --engines, --format and --scenario."`
 }
 
-// engineSpecs reads --engine: each engine's format and scenario.
-func (c *simulateCmd) engineSpecs() ([]sim.Format, []sim.Scenario, error) {
-	var formats []sim.Format
-	var scenarios []sim.Scenario
-	for _, e := range c.Engine {
-		f, script, _ := strings.Cut(e, "=")
-		format, err := sim.ParseFormat(f)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--engine %q: %w", e, err)
-		}
-		var sc sim.Scenario
-		if script != "" {
-			if sc, err = loadScenario(script); err != nil {
-				return nil, nil, fmt.Errorf("--engine %q: %w", e, err)
-			}
-		}
-		formats = append(formats, format)
-		scenarios = append(scenarios, sc)
-	}
-	return formats, scenarios, nil
-}
-
 func (c *simulateCmd) Validate() error {
 	if c.Engines < 1 || c.Engines > 64 {
 		return errors.New("--engines must be between 1 and 64")
@@ -66,153 +39,52 @@ func (c *simulateCmd) Validate() error {
 		return errors.New("--speed must be positive")
 	}
 	if c.Scenario != "" {
-		if _, err := loadScenario(c.Scenario); err != nil {
+		if _, err := sim.LoadScenario(c.Scenario); err != nil {
 			return fmt.Errorf("--scenario: %w", err)
 		}
 	}
 	if len(c.Engine) > 64 {
 		return errors.New("at most 64 --engine")
 	}
-	if _, _, err := c.engineSpecs(); err != nil {
+	if _, _, err := demo.EngineSpecs(c.Engine); err != nil {
 		return err
 	}
 	if c.SweepInterval <= 0 || c.SweepInterval > c.SweepStep {
 		return errors.New("--sweep.interval must be positive and at most --sweep.step")
 	}
-	_, err := parseRates(c.SweepRates)
+	_, err := demo.ParseRates(c.SweepRates)
 	return err
 }
 
 func (c *simulateCmd) Run(e *env) error {
 	if c.Sweep {
-		return c.sweep(e)
+		opts := demo.SweepOptions{Seed: c.Seed, Warmup: c.SweepWarmup, Step: c.SweepStep, Interval: c.SweepInterval}
+		opts.Rates, _ = demo.ParseRates(c.SweepRates)
+		if c.ConfigFile != "" {
+			cfg, err := config.Load(c.ConfigFile)
+			if err != nil {
+				return err
+			}
+			opts.SLOs = cfg.GoodputSLOs()
+		}
+		return demo.Sweep(e.ctx, e.stdout, opts)
 	}
 	format, err := sim.ParseFormat(c.Format)
 	if err != nil {
 		return err
 	}
-	spec := farmSpec{rate: c.Rate, speed: c.Speed, seed: c.Seed, listen: c.ListenAddress, maxClock: c.MaxSMClock}
+	spec := demo.FarmSpec{Rate: c.Rate, Speed: c.Speed, Seed: c.Seed, Listen: c.ListenAddress, MaxClock: c.MaxSMClock}
 	for range c.Engines {
-		spec.formats = append(spec.formats, format)
+		spec.Formats = append(spec.Formats, format)
 	}
 	if c.Scenario != "" {
-		sc, _ := loadScenario(c.Scenario)
+		sc, _ := sim.LoadScenario(c.Scenario)
 		for range c.Engines {
-			spec.scenarios = append(spec.scenarios, sc)
+			spec.Scenarios = append(spec.Scenarios, sc)
 		}
 	}
 	if len(c.Engine) > 0 {
-		spec.formats, spec.scenarios, _ = c.engineSpecs()
+		spec.Formats, spec.Scenarios, _ = demo.EngineSpecs(c.Engine)
 	}
-	var logs []*os.File
-	if c.TruthLog != "" {
-		spec.truthLog = func(i int) io.Writer {
-			f, err := os.Create(fmt.Sprintf("%s-%s-%d.jsonl", c.TruthLog, spec.formats[i], i))
-			if err != nil {
-				e.logger.Error("truth log", "err", err)
-				return io.Discard
-			}
-			logs = append(logs, f)
-			return f
-		}
-	}
-	defer func() {
-		for _, f := range logs {
-			f.Close()
-		}
-	}()
-	f, err := startFarm(e.ctx, spec)
-	if err != nil {
-		return err
-	}
-	for _, en := range f.engines {
-		fmt.Fprintf(e.stdout, "engine %-12s %s\n", en.name, en.url)
-	}
-	fmt.Fprintf(e.stdout, "gpus   %-12s %s\n", "dcgm", f.gpuURL)
-	fmt.Fprintf(e.stdout, "scrape them with: goodput-exporter --gpu.backend=dcgm-exporter --gpu.dcgm-exporter.url=%s", f.gpuURL)
-	for _, en := range f.engines {
-		fmt.Fprintf(e.stdout, " --target %s=%s", en.name, en.url)
-	}
-	fmt.Fprintln(e.stdout)
-	<-e.ctx.Done()
-	return nil
-}
-
-func (c *simulateCmd) sweep(e *env) error {
-	rates, _ := parseRates(c.SweepRates)
-	slos := defaultSweepSLOs()
-	if c.ConfigFile != "" {
-		cfg, err := config.Load(c.ConfigFile)
-		if err != nil {
-			return err
-		}
-		slos = cfg.GoodputSLOs()
-	}
-	base := sim.DefaultConfig()
-	base.Seed = c.Seed
-	fmt.Fprintf(e.stdout, "sweep: %d rates, %v warm-up and a %v window each scraped every %v (simulated), seed %d\n\n", len(rates), c.SweepWarmup, c.SweepStep, c.SweepInterval, c.Seed)
-	steps, err := accuracy.Run(e.ctx, accuracy.Options{Base: base, Rates: rates, Warmup: c.SweepWarmup, Step: c.SweepStep, Interval: c.SweepInterval, SLOs: slos})
-	if err != nil {
-		return err
-	}
-	if err := accuracy.WriteTable(e.stdout, steps); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout)
-	for k, s := range slos {
-		truth, _ := accuracy.Knee(steps, k, "true")
-		lo, _ := accuracy.Knee(steps, k, "lower")
-		hi, _ := accuracy.Knee(steps, k, "upper")
-		fmt.Fprintf(e.stdout, "knee of %s: %g req/s by the truth (%.0f good tok/s), %g req/s by the live lower bound, %g by the upper\n",
-			s.Name, truth.Rate, truth.Goodput, lo.Rate, hi.Rate)
-	}
-	fmt.Fprintln(e.stdout, "\nexact goodput from the engine's request spans (bound=\"exact\"), beside the truth and the histogram bounds:")
-	return accuracy.WriteExactTable(e.stdout, steps)
-}
-
-// defaultSweepSLOs: every threshold on a vLLM bucket bound (judged
-// exactly, with and without TTFT, whose observation time differs from the
-// others'), one between bounds (interpolated), and a per-token one.
-func defaultSweepSLOs() []goodput.SLO {
-	obj := func(k goodput.Kind, th, target float64) goodput.Objective {
-		return goodput.Objective{Kind: k, Threshold: th, Target: target, IncludeAbort: k == goodput.KindError}
-	}
-	return []goodput.SLO{
-		{Name: "chat", Objectives: []goodput.Objective{obj(goodput.KindTTFT, 0.5, 0.99), obj(goodput.KindTPOT, 0.05, 0.95), obj(goodput.KindError, 0, 0.99)}},
-		{Name: "at-finish", Objectives: []goodput.Objective{obj(goodput.KindTPOT, 0.05, 0.95), obj(goodput.KindE2E, 20, 0.9), obj(goodput.KindQueue, 1, 0.95), obj(goodput.KindError, 0, 0.99)}},
-		{Name: "interpolated", Objectives: []goodput.Objective{obj(goodput.KindTTFT, 0.3, 0.99), obj(goodput.KindTPOT, 0.04, 0.95), obj(goodput.KindE2E, 12, 0.9)}},
-		{Name: "tokens", Objectives: []goodput.Objective{obj(goodput.KindITL, 0.1, 0.99)}},
-	}
-}
-
-// parseRates reads FROM:TO:STEP or a comma-separated list.
-func parseRates(s string) ([]float64, error) {
-	bad := fmt.Errorf("--sweep.rates %q: want FROM:TO:STEP or a list like 2,4,8", s)
-	if parts := strings.Split(s, ":"); len(parts) == 3 {
-		var v [3]float64
-		for i, p := range parts {
-			x, err := strconv.ParseFloat(p, 64)
-			if err != nil {
-				return nil, bad
-			}
-			v[i] = x
-		}
-		if v[0] <= 0 || v[2] <= 0 || v[1] < v[0] || (v[1]-v[0])/v[2] > 1000 {
-			return nil, bad
-		}
-		var out []float64
-		for r := v[0]; r <= v[1]+1e-9; r += v[2] {
-			out = append(out, r)
-		}
-		return out, nil
-	}
-	var out []float64
-	for _, p := range strings.Split(s, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || x <= 0 {
-			return nil, bad
-		}
-		out = append(out, x)
-	}
-	return out, nil
+	return demo.Serve(e.ctx, e.stdout, spec, c.TruthLog, e.logger)
 }

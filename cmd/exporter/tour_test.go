@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
@@ -14,7 +15,7 @@ import (
 // its cache is back under half and it no longer preempts, so the next
 // phase shows its own mode and not the one before.
 func TestDemoTourEndsEachLever(t *testing.T) {
-	tour, err := loadScenario(defaultTour)
+	tour, err := sim.LoadScenario(demo.DefaultTour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestDemoTourCopyInExporterTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(raw)); got != defaultTour {
-		t.Errorf("exporter/testdata/demo-tour.txt is not the demo's default tour:\n%s\nwant\n%s", got, defaultTour)
+	if got := strings.TrimSpace(string(raw)); got != demo.DefaultTour {
+		t.Errorf("exporter/testdata/demo-tour.txt is not the demo's default tour:\n%s\nwant\n%s", got, demo.DefaultTour)
 	}
 }

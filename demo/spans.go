@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // since the last time, as vLLM started with --otlp-traces-endpoint and
 // OTEL_SERVICE_NAME set to the target's name would send them. SGLang sends
 // no such span.
-func feedSpans(ctx context.Context, f *farm, recv *otlp.Receiver, every time.Duration) {
-	last := make([]time.Duration, len(f.engines))
+func feedSpans(ctx context.Context, f *Farm, recv *otlp.Receiver, every time.Duration) {
+	last := make([]time.Duration, len(f.Engines))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -24,8 +24,8 @@ func feedSpans(ctx context.Context, f *farm, recv *otlp.Receiver, every time.Dur
 			return
 		case <-tick.C:
 		}
-		for i, en := range f.engines {
-			if en.format != sim.FormatVLLM {
+		for i, en := range f.Engines {
+			if en.Format != sim.FormatVLLM {
 				continue
 			}
 			var recs []sim.Record
@@ -35,7 +35,7 @@ func feedSpans(ctx context.Context, f *farm, recv *otlp.Receiver, every time.Dur
 				last[i] = now
 			})
 			if len(recs) > 0 {
-				recv.Consume(netip.Addr{}, sim.Spans(recs, sim.SpanOptions{Service: en.name, Epoch: time.Unix(0, 0)}))
+				recv.Consume(netip.Addr{}, sim.Spans(recs, sim.SpanOptions{Service: en.Name, Epoch: time.Unix(0, 0)}))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -41,11 +41,11 @@ func TestJoulesPerTokenEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clock := &steppedClock{now: time.Unix(1767225600, 0)}
-	f, err := startFarm(ctx, farmSpec{formats: []sim.Format{sim.FormatVLLM}, speed: 1, seed: 7, listen: "127.0.0.1:0", clock: clock.Now})
+	f, err := StartFarm(ctx, FarmSpec{Formats: []sim.Format{sim.FormatVLLM}, Speed: 1, Seed: 7, Listen: "127.0.0.1:0", Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gpu.NewDCGMExporter(gpu.DCGMExporterOptions{URL: f.gpuURL})
+	backend, err := gpu.NewDCGMExporter(gpu.DCGMExporterOptions{URL: f.GPUURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestJoulesPerTokenEndToEnd(t *testing.T) {
 	ex := exporter.New(exporter.Options{Interval: interval, Timeout: time.Second, GPU: gpu.NewManager(gpu.ManagerOptions{Backend: backend, Clock: clock.Now})})
 	load := func() (*config.Config, error) {
 		cfg, _ := config.Parse(nil)
-		return cfg, cfg.AddTargets([]config.Target{{Name: "e", URL: f.engines[0].url, GPUs: []string{"0"}}})
+		return cfg, cfg.AddTargets([]config.Target{{Name: "e", URL: f.Engines[0].URL, GPUs: []string{"0"}}})
 	}
 	if err := ex.Start(ctx, load); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestJoulesPerTokenEndToEnd(t *testing.T) {
 	// settle waits until the daemon has scraped the frozen engine, then
 	// a few GPU cycles more, and returns its reading and the simulator's.
 	settle := func() (energy, tokens, trueJ, trueTok float64) {
-		f.engines[0].srv.Do(func(e *sim.Engine) {
+		f.Engines[0].srv.Do(func(e *sim.Engine) {
 			trueJ, trueTok = e.GPU().EnergyMJ/1000, float64(e.State().Counters.GenerationTokens)
 		})
 		deadline := time.Now().Add(20 * time.Second)

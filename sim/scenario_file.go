@@ -1,24 +1,22 @@
-package main
+package sim
 
 import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
-// loadScenario reads a lever script given inline ("healthy:2m,
+// LoadScenario reads a lever script given inline ("healthy:2m,
 // kv_preemption:3m,healthy") or as @FILE: one phase per line or
 // comma-separated, # starting a comment.
-func loadScenario(arg string) (sim.Scenario, error) {
+func LoadScenario(arg string) (Scenario, error) {
 	path, isFile := strings.CutPrefix(arg, "@")
 	if !isFile {
-		return sim.ParseScenario(arg)
+		return ParseScenario(arg)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return sim.Scenario{}, fmt.Errorf("scenario file: %w", err)
+		return Scenario{}, fmt.Errorf("scenario file: %w", err)
 	}
 	var phases []string
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -29,9 +27,9 @@ func loadScenario(arg string) (sim.Scenario, error) {
 			}
 		}
 	}
-	sc, err := sim.ParseScenario(strings.Join(phases, ","))
+	sc, err := ParseScenario(strings.Join(phases, ","))
 	if err != nil {
-		return sim.Scenario{}, fmt.Errorf("scenario file %s: %w", path, err)
+		return Scenario{}, fmt.Errorf("scenario file %s: %w", path, err)
 	}
 	return sc, nil
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -168,7 +168,7 @@ func windowGoodTokens(a, b reading, target, slo string, secs float64) (string, s
 // last window of readings: what an operator would graph.
 type demoView struct {
 	metricsURL string
-	farm       *farm
+	farm       *Farm
 	slo        map[string]string // target -> the SLO shown for it
 	logs       *logRing
 	out        io.Writer
@@ -177,6 +177,11 @@ type demoView struct {
 	history    []reading
 	// verdict gives the evidence lines of a target's raised modes.
 	verdict func(target string) []string
+	// minSpan is the shortest wall time a rate is taken over: the daemon's
+	// counters step once a scrape, so over less than two scrapes a rate is
+	// one step over however little time passed between two readings (on a
+	// loaded machine, milliseconds), a number as wide as it is wrong.
+	minSpan time.Duration
 }
 
 // window is the wall time rates are taken over.
@@ -228,6 +233,9 @@ func (v *demoView) draw() {
 		return
 	}
 	a, b := v.history[0], v.history[len(v.history)-1]
+	if b.at.Sub(a.at) < v.minSpan {
+		return
+	}
 	secs := b.at.Sub(a.at).Seconds() * v.speed // rates per simulated second
 	rate := func(name string, want map[string]string) string {
 		x, okA := a.sum(name, want)
@@ -255,26 +263,23 @@ func (v *demoView) draw() {
 		return fmt.Sprintf(format, x)
 	}
 	var buf bytes.Buffer
-	if v.tty {
-		buf.WriteString("\033[H\033[2J")
-	}
 	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tEXACT\tTOK/S\tTTFT\tTPOT\tNO ERR\tPOWER W\tJ/TOK\tUSD/1M")
-	for _, en := range v.farm.engines {
-		t := map[string]string{"target": en.name}
-		slo := v.slo[en.name]
+	for _, en := range v.farm.Engines {
+		t := map[string]string{"target": en.Name}
+		slo := v.slo[en.Name]
 		obj := func(o string) map[string]string {
-			return map[string]string{"target": en.name, "slo": slo, "objective": o}
+			return map[string]string{"target": en.Name, "slo": slo, "objective": o}
 		}
 		bound := func(bd string) map[string]string {
-			return map[string]string{"target": en.name, "slo": slo, "bound": bd}
+			return map[string]string{"target": en.Name, "slo": slo, "bound": bd}
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
-		lo, hi := windowGoodTokens(a, b, en.name, slo, secs)
+		lo, hi := windowGoodTokens(a, b, en.Name, slo, secs)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			en.name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
+			en.Name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
 			rate("llm_goodput_tokens_total", bound("exact")),
 			rate("llm_generation_tokens_total", t),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
@@ -282,26 +287,26 @@ func (v *demoView) draw() {
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("error")),
 			gauge("llm_engine_gpu_power_watts", t, "%.0f"),
 			ratio("llm_engine_gpu_energy_joules_total", "llm_generation_tokens_total", t),
-			v.costPerMillion(a, b, en.name))
+			v.costPerMillion(a, b, en.Name))
 	}
 	tw.Flush()
 	buf.WriteString("\n")
 	tw = tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tWAITING\tSLOPE/S\tRUNNING\tCEILING\tKV\tPREEMPT/S\tHIT RATIO\tFAILURE MODE (llm_failure_mode)")
-	for _, en := range v.farm.engines {
-		t := map[string]string{"target": en.name}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", en.name,
+	for _, en := range v.farm.Engines {
+		t := map[string]string{"target": en.Name}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", en.Name,
 			gauge("llm_requests_waiting", t, "%.0f"), gauge("llm_signal_waiting_slope", t, "%+.1f"),
 			gauge("llm_requests_running", t, "%.0f"), gauge("llm_signal_running_ceiling", t, "%.0f"),
 			gauge("llm_kv_cache_usage_ratio", t, "%.2f"), rate("llm_preemptions_total", t),
 			ratio("llm_prefix_cache_hits_total", "llm_prefix_cache_queries_total", t),
-			raisedModes(b, en.name))
+			raisedModes(b, en.Name))
 	}
 	tw.Flush()
 	if v.verdict != nil {
-		for _, en := range v.farm.engines {
-			for _, line := range v.verdict(en.name) {
-				fmt.Fprintf(&buf, "%s\n", clip("  "+en.name+" "+line, viewWidth))
+		for _, en := range v.farm.Engines {
+			for _, line := range v.verdict(en.Name) {
+				fmt.Fprintf(&buf, "%s\n", clip("  "+en.Name+" "+line, viewWidth))
 			}
 		}
 	}
@@ -312,7 +317,21 @@ func (v *demoView) draw() {
 		}
 	}
 	buf.WriteString("\n")
-	v.out.Write(buf.Bytes())
+	// No line wider than the terminal, whatever the values: a table's
+	// widest cell (several raised modes, a long lever name) is cut, not
+	// wrapped into the next row.
+	var out bytes.Buffer
+	if v.tty {
+		out.WriteString("\033[H\033[2J")
+	}
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if body, ok := strings.CutSuffix(l, "\n"); ok {
+			out.WriteString(clip(body, viewWidth) + "\n")
+		} else {
+			out.WriteString(clip(l, viewWidth))
+		}
+	}
+	v.out.Write(out.Bytes())
 }
 
 // viewWidth is the widest line the view draws: it fits a 120-column

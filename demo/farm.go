@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -18,41 +18,41 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/sim"
 )
 
-// farmEngine is one simulated engine served on loopback.
-type farmEngine struct {
-	name   string
-	format sim.Format
+// Engine is one simulated engine served on loopback.
+type Engine struct {
+	Name   string // its target name: format-index
+	Format sim.Format
+	URL    string // its /metrics
 	srv    *sim.Server
-	url    string
 }
 
-// farm runs simulated engines and one dcgm-exporter-format endpoint for
+// Farm runs simulated engines and one dcgm-exporter-format endpoint for
 // all their GPUs, each on its own loopback port.
-type farm struct {
-	engines []*farmEngine
-	gpuURL  string
+type Farm struct {
+	Engines []*Engine
+	GPUURL  string
 	servers []*http.Server
 }
 
-// farmSpec says what to simulate.
-type farmSpec struct {
-	formats []sim.Format // one engine per entry
-	rate    float64      // total req/s per engine; 0 keeps the default workload
-	speed   float64
-	seed    uint64
-	// scenarios[i] scripts engine i; missing or empty means healthy.
-	scenarios []sim.Scenario
-	// truthLog, when set, gives the writer of engine i's JSON-lines log of
+// FarmSpec says what to simulate.
+type FarmSpec struct {
+	Formats []sim.Format // one engine per entry
+	Rate    float64      // total req/s per engine; 0 keeps the default workload
+	Speed   float64
+	Seed    uint64
+	// Scenarios[i] scripts engine i; missing or empty means healthy.
+	Scenarios []sim.Scenario
+	// TruthLog, when set, gives the writer of engine i's JSON-lines log of
 	// finished requests.
-	truthLog func(i int) io.Writer
-	// listen is host:port of the first engine; the others and the GPU
+	TruthLog func(i int) io.Writer
+	// Listen is host:port of the first engine; the others and the GPU
 	// endpoint take the following ports (port 0: any free ports).
-	listen string
-	// clock, when set, is the wall clock the simulations follow (tests
+	Listen string
+	// Clock, when set, is the wall clock the simulations follow (tests
 	// freeze and step it).
-	clock func() time.Time
-	// maxClock adds DCGM_FI_DEV_MAX_SM_CLOCK to the GPU endpoint.
-	maxClock bool
+	Clock func() time.Time
+	// MaxClock adds DCGM_FI_DEV_MAX_SM_CLOCK to the GPU endpoint.
+	MaxClock bool
 }
 
 // withRate scales the open-loop classes of the default workload to a
@@ -76,14 +76,15 @@ func withRate(cfg sim.Config, rate float64) sim.Config {
 	return cfg
 }
 
-func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
-	host, portStr, err := net.SplitHostPort(spec.listen)
+// StartFarm serves the engines and the GPU endpoint until ctx ends.
+func StartFarm(ctx context.Context, spec FarmSpec) (*Farm, error) {
+	host, portStr, err := net.SplitHostPort(spec.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", spec.listen, err)
+		return nil, fmt.Errorf("listen address %q: %w", spec.Listen, err)
 	}
 	base, err := strconv.Atoi(portStr)
 	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", spec.listen, err)
+		return nil, fmt.Errorf("listen address %q: %w", spec.Listen, err)
 	}
 	listen := func(i int) (net.Listener, error) {
 		port := 0
@@ -92,20 +93,20 @@ func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
 		}
 		return net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	}
-	f := &farm{}
-	for i, format := range spec.formats {
-		cfg := withRate(sim.DefaultConfig(), spec.rate)
-		cfg.Seed = spec.seed + uint64(i)
+	f := &Farm{}
+	for i, format := range spec.Formats {
+		cfg := withRate(sim.DefaultConfig(), spec.Rate)
+		cfg.Seed = spec.Seed + uint64(i)
 		cfg.GPU.Index = i
 		cfg.GPU.PCIBusID = fmt.Sprintf("00000000:%02X:00.0", 0x18+i)
-		cfg.GPU.ExportMaxSMClock = spec.maxClock
-		if i < len(spec.scenarios) {
-			cfg.Scenario = spec.scenarios[i]
+		cfg.GPU.ExportMaxSMClock = spec.MaxClock
+		if i < len(spec.Scenarios) {
+			cfg.Scenario = spec.Scenarios[i]
 		}
-		if spec.truthLog != nil {
-			cfg.Truth.Log = spec.truthLog(i)
+		if spec.TruthLog != nil {
+			cfg.Truth.Log = spec.TruthLog(i)
 		}
-		srv, err := sim.NewServer(cfg, sim.ServerOptions{Speed: spec.speed, Clock: spec.clock})
+		srv, err := sim.NewServer(cfg, sim.ServerOptions{Speed: spec.Speed, Clock: spec.Clock})
 		if err != nil {
 			f.close()
 			return nil, err
@@ -115,17 +116,17 @@ func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
 			f.close()
 			return nil, err
 		}
-		e := &farmEngine{name: fmt.Sprintf("%s-%d", format, i), format: format, srv: srv, url: "http://" + l.Addr().String() + "/metrics"}
-		f.engines = append(f.engines, e)
+		e := &Engine{Name: fmt.Sprintf("%s-%d", format, i), Format: format, srv: srv, URL: "http://" + l.Addr().String() + "/metrics"}
+		f.Engines = append(f.Engines, e)
 		f.serve(l, srv.Handler(format))
 		go srv.Run(ctx)
 	}
-	l, err := listen(len(spec.formats))
+	l, err := listen(len(spec.Formats))
 	if err != nil {
 		f.close()
 		return nil, err
 	}
-	f.gpuURL = "http://" + l.Addr().String() + "/metrics"
+	f.GPUURL = "http://" + l.Addr().String() + "/metrics"
 	f.serve(l, http.HandlerFunc(f.gpuMetrics))
 	go func() {
 		<-ctx.Done()
@@ -134,7 +135,7 @@ func startFarm(ctx context.Context, spec farmSpec) (*farm, error) {
 	return f, nil
 }
 
-func (f *farm) serve(l net.Listener, h http.Handler) {
+func (f *Farm) serve(l net.Listener, h http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
 	s := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -142,7 +143,7 @@ func (f *farm) serve(l net.Listener, h http.Handler) {
 	go s.Serve(l)
 }
 
-func (f *farm) close() {
+func (f *Farm) close() {
 	for _, s := range f.servers {
 		s.Close()
 	}
@@ -150,10 +151,10 @@ func (f *farm) close() {
 
 // gpuMetrics serves every engine's GPU as one dcgm-exporter does for a
 // node: the families merged, one series per GPU.
-func (f *farm) gpuMetrics(w http.ResponseWriter, _ *http.Request) {
+func (f *Farm) gpuMetrics(w http.ResponseWriter, _ *http.Request) {
 	merged := map[string]*dto.MetricFamily{}
 	var order []string
-	for _, e := range f.engines {
+	for _, e := range f.Engines {
 		var buf bytes.Buffer
 		e.srv.Do(func(en *sim.Engine) { en.WriteGPUMetrics(&buf) })
 		p := expfmt.NewTextParser(model.LegacyValidation)

@@ -1,4 +1,4 @@
-package main
+package otlp
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// grpcSecurity gives the OTLP gRPC receiver the TLS and basic auth of
+// GRPCSecurity gives the OTLP gRPC receiver the TLS and basic auth of
 // --web.config.file, as /metrics and the HTTP receiver have them: the
 // file's tls_server_config (when it names a certificate) and its
 // basic_auth_users, checked on every call's "authorization" metadata
 // (OTEL_EXPORTER_OTLP_HEADERS="authorization=Basic ..." on the sender).
-// web.Validate has checked the file before.
-func grpcSecurity(path string) ([]grpc.ServerOption, error) {
+// The caller has checked the file with web.Validate before.
+func GRPCSecurity(path string) ([]grpc.ServerOption, error) {
 	if path == "" {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"testing"
@@ -10,8 +10,7 @@ import (
 // --engine gives each engine its own format and lever script; a bad one
 // is refused with the flag's value.
 func TestSimulateEngineFlag(t *testing.T) {
-	c := &simulateCmd{Engine: []string{"vllm=healthy:10s,queue_growth:5s,abort,healthy", "sglang", "llamacpp=gpu_throttling"}}
-	formats, scenarios, err := c.engineSpecs()
+	formats, scenarios, err := EngineSpecs([]string{"vllm=healthy:10s,queue_growth:5s,abort,healthy", "sglang", "llamacpp=gpu_throttling"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +31,7 @@ func TestSimulateEngineFlag(t *testing.T) {
 		t.Errorf("engine 2: %s, want gpu_throttling", l)
 	}
 	for _, bad := range []string{"foo", "vllm=bogus:3s", "=healthy", "vllm=abort"} {
-		if _, _, err := (&simulateCmd{Engine: []string{bad}}).engineSpecs(); err == nil {
+		if _, _, err := EngineSpecs([]string{bad}); err == nil {
 			t.Errorf("--engine %q accepted", bad)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package otlp_test
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func writeWebConfig(t *testing.T, user, pass string) string {
 // without the right credentials is refused and folds nothing.
 func TestOTLPGRPCWebConfig(t *testing.T) {
 	path := writeWebConfig(t, "engine", "s3cret")
-	sec, err := grpcSecurity(path)
+	sec, err := otlp.GRPCSecurity(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,118 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/goodput-exporter/goodput-exporter/goodput"
+)
+
+// ReportOptions say what Report judges and how.
+type ReportOptions struct {
+	Files    []string    // the sweep's result files
+	Baseline []string    // a baseline sweep's files; none: no gate
+	SLO      goodput.SLO // the SLO each round is judged against
+	Peak     float64     // goodput needed at peak, tok/s, for the replica count (0: none)
+	Hourly   float64     // one replica's price per hour (0: no cost)
+	Currency string
+	MaxDrop  float64 // largest allowed fall of the knee's goodput against Baseline, as a ratio
+}
+
+// ErrRegressed is Report's error when the gate trips; its reasons were
+// written already.
+var ErrRegressed = errors.New("capacity regressed against the baseline")
+
+// Report judges the files' sweeps against the SLO and writes, per sweep,
+// its table, knee and sizing; with a baseline it then compares the knees
+// and returns ErrRegressed when one fell by more than MaxDrop.
+func Report(w io.Writer, c ReportOptions) error {
+	slo := c.SLO
+	results, err := judgeFiles(c.Files, slo)
+	if err != nil {
+		return err
+	}
+	hourly, currency := c.Hourly, c.Currency
+	if len(results) > 1 {
+		fmt.Fprintf(w, "The files hold %d sweeps of different load kinds; each is judged on its own.\n\n", len(results))
+	}
+	for i, res := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		sizing, err := res.Size(c.Peak, hourly)
+		if err != nil {
+			return err
+		}
+		if err := res.Write(w, sizing, currency); err != nil {
+			return err
+		}
+	}
+	if len(c.Baseline) == 0 {
+		return nil
+	}
+	bases, err := judgeFiles(c.Baseline, slo)
+	if err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if len(bases) != len(results) || slices.ContainsFunc(bases, func(b *Result) bool {
+		return !slices.ContainsFunc(results, func(r *Result) bool { return r.Kind == b.Kind })
+	}) {
+		return fmt.Errorf("baseline: its sweeps (%s) are not of the load kinds of the files judged (%s)", kinds(bases), kinds(results))
+	}
+	var problems []string
+	for _, base := range bases {
+		i := slices.IndexFunc(results, func(r *Result) bool { return r.Kind == base.Kind })
+		bk := base.KneePoint()
+		fmt.Fprintf(w, "\nbaseline %s knee: round %d at %s, %s tok/s of goodput\n", base.Kind, bk.Round,
+			LoadText(&bk.Point), Thousands(bk.Goodput))
+		for _, p := range Compare(base, results[i], c.MaxDrop) {
+			problems = append(problems, fmt.Sprintf("%s sweep: %s", base.Kind, p))
+		}
+	}
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "regression gate: pass")
+		return nil
+	}
+	fmt.Fprintf(w, "regression gate: FAIL\n  %s\n", strings.Join(problems, "\n  "))
+	return ErrRegressed
+}
+
+func kinds(rs []*Result) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, string(r.Kind))
+	}
+	return strings.Join(out, ", ")
+}
+
+// PickSLO is the SLO named name among those of file, or its first when
+// name is empty.
+func PickSLO(slos []goodput.SLO, name, file string) (goodput.SLO, error) {
+	if len(slos) == 0 {
+		return goodput.SLO{}, fmt.Errorf("%s declares no slos", file)
+	}
+	if name == "" {
+		return slos[0], nil
+	}
+	var names []string
+	for _, s := range slos {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return goodput.SLO{}, fmt.Errorf("no SLO named %q in %s (it has %s)", name, file, strings.Join(names, ", "))
+}
+
+// judgeFiles judges the files' sweeps: one, or a rate sweep and a
+// concurrency sweep judged apart where the files hold both.
+func judgeFiles(files []string, slo goodput.SLO) ([]*Result, error) {
+	sw, err := Read(files...)
+	if err != nil {
+		return nil, err
+	}
+	return JudgeEach(sw, slo)
+}
