@@ -78,7 +78,7 @@ func newHealth(node string, logger *slog.Logger, now func() time.Time, empty tim
 		logger: logger, now: now, empty: empty, h: Health{Node: node},
 		syncOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_kubernetes_sync_ok",
-			Help: "1 when the Kubernetes API server answered discovery's last list or watch request, 0 when it failed (unreachable, forbidden, ...: see goodput_exporter_kubernetes_watch_errors_total).",
+			Help: "1 when the Kubernetes API server answered discovery's last list or watch request, 0 when it failed (unreachable, forbidden, ...: see goodput_exporter_kubernetes_watch_errors_total) or when a watch ended with its history expired until discovery has listed again.",
 		}),
 		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_kubernetes_last_sync_timestamp_seconds",
@@ -120,7 +120,7 @@ func (h *health) answered() {
 	h.h.OK, h.h.LastSync, h.h.LastError = true, t, ""
 	h.syncOK.Set(1)
 	h.lastSync.Set(float64(t.UnixNano()) / 1e9)
-	if h.state != "ok" && h.state != "" {
+	if h.state != "ok" && h.state != "" && h.state != "expired" {
 		h.logger.Info("kubernetes API server answers again", "node", h.h.Node, "was", h.state)
 	}
 	h.state = "ok"
@@ -149,19 +149,27 @@ func (h *health) streamFailed(err error) {
 	}
 }
 
-// failed records a failed list or watch request. A routine end (a watch
-// closed, its history compacted) is counted but changes no state.
+// failed records a failed list or watch request. A watch whose history
+// was compacted ("expired") is routine and logged nowhere, but discovery
+// is out of sync until it has listed again, which after an API server
+// outage can wait out the reflector's backoff (tens of seconds): so it
+// sets sync_ok to 0 until the next answer.
 func (h *health) failed(err error) {
 	reason := errorReason(err)
 	if reason == "" {
 		return
 	}
 	h.errs.WithLabelValues(reason).Inc()
-	if reason == "expired" {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if reason == "expired" {
+		if h.state == "ok" {
+			h.h.OK, h.h.LastError = false, err.Error()
+			h.syncOK.Set(0)
+			h.state = reason
+		}
+		return
+	}
 	h.h.OK, h.h.LastError = false, err.Error()
 	h.syncOK.Set(0)
 	if h.state == reason {

@@ -303,3 +303,46 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + l.Addr().String()
 }
+
+// A watch that ends with its history expired leaves discovery out of
+// sync until it has listed again (after an API server restart the
+// reflector may wait out tens of seconds of backoff first): sync_ok reads
+// 0 meanwhile, and 1 again on the next answer; neither change is logged,
+// since compaction is routine. A failure while out of sync is still one.
+func TestExpiredWatchIsOutOfSyncUntilTheNextList(t *testing.T) {
+	var log logBuffer
+	h := newHealth("node-a", slog.New(slog.NewTextHandler(&log, nil)), time.Now, time.Minute)
+	expired := apierrors.NewResourceExpired("too old resource version: 237 (239)")
+	h.answered()
+	if v := testutil.ToFloat64(h.syncOK); v != 1 {
+		t.Fatalf("sync_ok %v after an answer", v)
+	}
+	h.streamFailed(expired)
+	if v := testutil.ToFloat64(h.syncOK); v != 0 {
+		t.Errorf("sync_ok %v while the watch's history expired and nothing was listed since", v)
+	}
+	if v := testutil.ToFloat64(h.errs.WithLabelValues("expired")); v != 1 {
+		t.Errorf("expired counted %v times, want 1", v)
+	}
+	h.answered()
+	if v := testutil.ToFloat64(h.syncOK); v != 1 {
+		t.Errorf("sync_ok %v after listing again", v)
+	}
+	if log.String() != "" {
+		t.Errorf("a routine expiry was logged:\n%s", log.String())
+	}
+	// Unreachable first, then expired on the way back: still the warning
+	// once, and the recovery said once.
+	h.result(&net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused"}})
+	h.streamFailed(expired)
+	if v := testutil.ToFloat64(h.syncOK); v != 0 {
+		t.Errorf("sync_ok %v while unreachable", v)
+	}
+	h.answered()
+	if n := log.count("cannot reach the Kubernetes API server"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, log.String())
+	}
+	if n := log.count("answers again"); n != 1 {
+		t.Errorf("%d recoveries logged, want 1:\n%s", n, log.String())
+	}
+}
