@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -171,4 +172,17 @@ func (c *Config) AddTargets(ts []Target) error {
 		return errs
 	}
 	return nil
+}
+
+// ParseTargetFlags reads --target flags of the form NAME=URL.
+func ParseTargetFlags(flags []string) ([]Target, error) {
+	var out []Target
+	for _, f := range flags {
+		name, url, ok := strings.Cut(f, "=")
+		if !ok || name == "" || url == "" {
+			return nil, fmt.Errorf("--target %q: want NAME=URL", f)
+		}
+		out = append(out, Target{Name: name, URL: url})
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -304,4 +305,38 @@ func checkNode(ctx context.Context, g NodeGetter, node string, logger *slog.Logg
 	default:
 		logger.Debug("checking the node failed", "node", node, "err", err)
 	}
+}
+
+// Summary is discovery's state in lines for the status page, and whether
+// it is failing (not synced, the API server not answering, no pods at
+// all on the node).
+func (h Health) Summary() (failing bool, lines []string) {
+	switch {
+	case !h.Synced && h.LastError != "":
+		failing = true
+		lines = append(lines, "not synced: "+h.LastError)
+	case !h.Synced:
+		failing = true
+		lines = append(lines, "not synced yet: listing this node's pods")
+	case !h.OK:
+		failing = true
+		lines = append(lines, fmt.Sprintf("API server not answering since the last answer at %s (targets found so far are kept): %s", h.LastSync.UTC().Format(time.TimeOnly), h.LastError))
+	default:
+		lines = append(lines, fmt.Sprintf("synced; last answer from the API server at %s UTC", h.LastSync.UTC().Format(time.TimeOnly)))
+	}
+	if h.Synced {
+		line := fmt.Sprintf("%d pods on the node", h.Pods)
+		if h.Pods == 0 {
+			failing = true
+			line += ", not even this daemon's: check --kubernetes.node-name"
+		}
+		lines = append(lines, line)
+	}
+	for _, p := range h.Invalid {
+		lines = append(lines, fmt.Sprintf("cannot scrape pod %s/%s (%s): %s", p.Namespace, p.Pod, p.Reason, p.Detail))
+	}
+	if more := h.InvalidTotal - len(h.Invalid); more > 0 {
+		lines = append(lines, fmt.Sprintf("and %d more pods that cannot be scraped (see the log)", more))
+	}
+	return failing, lines
 }

@@ -346,3 +346,32 @@ func TestExpiredWatchIsOutOfSyncUntilTheNextList(t *testing.T) {
 		t.Errorf("%d recoveries logged, want 1:\n%s", n, log.String())
 	}
 }
+
+// The status page's lines for discovery, by hand for each state.
+func TestHealthSummary(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name    string
+		h       Health
+		failing bool
+		lines   []string
+	}{
+		{"listing", Health{}, true, []string{"not synced yet: listing this node's pods"}},
+		{"refused", Health{LastError: "forbidden"}, true, []string{"not synced: forbidden"}},
+		{"synced", Health{Synced: true, OK: true, LastSync: at, Pods: 3}, false,
+			[]string{"synced; last answer from the API server at 10:30:00 UTC", "3 pods on the node"}},
+		{"outage", Health{Synced: true, LastSync: at, LastError: "connection refused", Pods: 3}, true,
+			[]string{"API server not answering since the last answer at 10:30:00 (targets found so far are kept): connection refused", "3 pods on the node"}},
+		{"no pods", Health{Synced: true, OK: true, LastSync: at}, true,
+			[]string{"synced; last answer from the API server at 10:30:00 UTC", "0 pods on the node, not even this daemon's: check --kubernetes.node-name"}},
+		{"invalid", Health{Synced: true, OK: true, LastSync: at, Pods: 2, InvalidTotal: 3,
+			Invalid: []InvalidPod{{Namespace: "llm", Pod: "p", Reason: "port", Detail: "port \"x\" is not a number"}}}, false,
+			[]string{"synced; last answer from the API server at 10:30:00 UTC", "2 pods on the node",
+				"cannot scrape pod llm/p (port): port \"x\" is not a number", "and 2 more pods that cannot be scraped (see the log)"}},
+	} {
+		failing, lines := c.h.Summary()
+		if failing != c.failing || strings.Join(lines, "\n") != strings.Join(c.lines, "\n") {
+			t.Errorf("%s: failing %v, lines\n%s\nwant %v\n%s", c.name, failing, strings.Join(lines, "\n"), c.failing, strings.Join(c.lines, "\n"))
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -71,7 +70,11 @@ func (k *kubernetesFlags) start(ctx context.Context, ex *exporter.Exporter, logg
 	if k.WaitForSync {
 		ex.AddReadyCheck(d.Ready)
 	}
-	ex.AddNote(func() exporter.Note { return discoveryNote(d.Health()) })
+	ex.AddNote(func() exporter.Note {
+		h := d.Health()
+		failing, lines := h.Summary()
+		return exporter.Note{Title: "Kubernetes discovery, node " + h.Node, Failing: failing, Lines: lines}
+	})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -95,37 +98,4 @@ func (k *kubernetesFlags) restConfig() (*rest.Config, error) {
 		return nil, err
 	}
 	return rc, nil
-}
-
-// discoveryNote is discovery's section of the status page.
-func discoveryNote(h discovery.Health) exporter.Note {
-	n := exporter.Note{Title: "Kubernetes discovery, node " + h.Node}
-	switch {
-	case !h.Synced && h.LastError != "":
-		n.Failing = true
-		n.Lines = append(n.Lines, "not synced: "+h.LastError)
-	case !h.Synced:
-		n.Failing = true
-		n.Lines = append(n.Lines, "not synced yet: listing this node's pods")
-	case !h.OK:
-		n.Failing = true
-		n.Lines = append(n.Lines, fmt.Sprintf("API server not answering since the last answer at %s (targets found so far are kept): %s", h.LastSync.UTC().Format(time.TimeOnly), h.LastError))
-	default:
-		n.Lines = append(n.Lines, fmt.Sprintf("synced; last answer from the API server at %s UTC", h.LastSync.UTC().Format(time.TimeOnly)))
-	}
-	if h.Synced {
-		line := fmt.Sprintf("%d pods on the node", h.Pods)
-		if h.Pods == 0 {
-			n.Failing = true
-			line += ", not even this daemon's: check --kubernetes.node-name"
-		}
-		n.Lines = append(n.Lines, line)
-	}
-	for _, p := range h.Invalid {
-		n.Lines = append(n.Lines, fmt.Sprintf("cannot scrape pod %s/%s (%s): %s", p.Namespace, p.Pod, p.Reason, p.Detail))
-	}
-	if more := h.InvalidTotal - len(h.Invalid); more > 0 {
-		n.Lines = append(n.Lines, fmt.Sprintf("and %d more pods that cannot be scraped (see the log)", more))
-	}
-	return n
 }

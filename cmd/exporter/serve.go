@@ -78,7 +78,7 @@ func (s *serveCmd) Validate() error {
 			return fmt.Errorf("--collect.body-budget: %w", err)
 		}
 	}
-	_, err := parseTargetFlags(s.Targets)
+	_, err := config.ParseTargetFlags(s.Targets)
 	return err
 }
 
@@ -97,18 +97,6 @@ func (s *serveCmd) timeout() time.Duration {
 	return min(defaultTimeout, s.Interval)
 }
 
-func parseTargetFlags(flags []string) ([]config.Target, error) {
-	var out []config.Target
-	for _, f := range flags {
-		name, url, ok := strings.Cut(f, "=")
-		if !ok || name == "" || url == "" {
-			return nil, fmt.Errorf("--target %q: want NAME=URL", f)
-		}
-		out = append(out, config.Target{Name: name, URL: url})
-	}
-	return out, nil
-}
-
 // loader reads the file (if any) and appends the --target flags.
 func (s *serveCmd) loader() exporter.Loader {
 	return func() (*config.Config, error) {
@@ -119,7 +107,7 @@ func (s *serveCmd) loader() exporter.Loader {
 		if err != nil {
 			return nil, err
 		}
-		extra, err := parseTargetFlags(s.Targets)
+		extra, err := config.ParseTargetFlags(s.Targets)
 		if err != nil {
 			return nil, err
 		}

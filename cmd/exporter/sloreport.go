@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -73,8 +71,8 @@ func (c *sloReportCmd) Run(e *env) error {
 	if engineName != "auto" && engineName != "" {
 		engine = snapshot.Engine(engineName)
 	}
-	cap := &capturer{engine: engine, opts: collector.ParseOptions{DefaultModel: model, ModelLimit: limit}, target: c.Target}
-	before, err := cap.take(e.ctx, c.Before)
+	cap := &collector.Capturer{Engine: engine, Parse: collector.ParseOptions{DefaultModel: model, ModelLimit: limit}, Target: c.Target, MaxBody: config.DefaultMaxBodySize}
+	before, err := cap.Take(e.ctx, c.Before)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Before, err)
 	}
@@ -89,7 +87,7 @@ func (c *sloReportCmd) Run(e *env) error {
 		case <-time.After(c.Window):
 		}
 	}
-	cur, err := cap.take(e.ctx, after)
+	cur, err := cap.Take(e.ctx, after)
 	if err != nil {
 		return fmt.Errorf("%s: %w", after, err)
 	}
@@ -126,51 +124,4 @@ func (c *sloReportCmd) cost(cfg *config.Config) *goodput.Cost {
 		return nil
 	}
 	return &goodput.Cost{Hourly: hourly, Currency: cfg.Pricing.Currency}
-}
-
-// capturer reads captures of one engine with one parser, so that a URL
-// scraped twice is compared like the daemon compares scrapes.
-type capturer struct {
-	engine  snapshot.Engine
-	opts    collector.ParseOptions
-	target  string
-	parser  *collector.Parser
-	scraper *collector.Scraper
-}
-
-func (c *capturer) take(ctx context.Context, src string) (*snapshot.Snapshot, error) {
-	if isURL(src) {
-		if c.scraper == nil {
-			sc, err := collector.NewScraper(collector.ScraperConfig{Name: c.target, URL: src, Engine: c.engine,
-				Timeout: 30 * time.Second, MaxBody: config.DefaultMaxBodySize, Parse: c.opts})
-			if err != nil {
-				return nil, err
-			}
-			c.scraper = sc
-		}
-		snap, _, err := c.scraper.Scrape(ctx)
-		return snap, err
-	}
-	body, err := os.ReadFile(src)
-	if err != nil {
-		return nil, err
-	}
-	if c.parser == nil {
-		engine := c.engine
-		if engine == "" {
-			var ok bool
-			if engine, ok = collector.Detect(body); !ok {
-				return nil, errors.New("no vllm:, sglang: or llamacpp: metrics; pass --engine")
-			}
-		}
-		if c.parser, err = collector.NewParser(engine, c.opts); err != nil {
-			return nil, err
-		}
-	}
-	snap, err := c.parser.Parse(body, "", time.Now())
-	if err != nil {
-		return nil, err
-	}
-	snap.Target = c.target
-	return snap, nil
 }
