@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // exposition renders the counters the window token bounds read for one
@@ -38,16 +35,6 @@ func exposition(k, unmeasured float64) string {
 	return b.String()
 }
 
-func parseReading(t *testing.T, at time.Time, text string) reading {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reading{at: at, mfs: mfs}
-}
-
 // The demo's good tokens per second are the window bounds of the
 // daemon's counters: five minutes of the ten requests a minute give
 // [510, 4600] tokens (worked in rules/tests/token_bounds_test.yml), 1.7
@@ -56,8 +43,8 @@ func parseReading(t *testing.T, at time.Time, text string) reading {
 // unmeasured shows none.
 func TestDemoViewWindowGoodTokens(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	a := parseReading(t, t0, exposition(5, 0))
-	b := parseReading(t, t0.Add(300*time.Second), exposition(10, 0))
+	a := viewReading(t, t0, exposition(5, 0))
+	b := viewReading(t, t0.Add(300*time.Second), exposition(10, 0))
 	lo, hi := windowGoodTokens(a, b, "vllm-0", "chat", 300)
 	if lo != "1.7" || hi != "15.3" {
 		t.Errorf("good tok/s %s..%s, want 1.7..15.3", lo, hi)
@@ -66,7 +53,7 @@ func TestDemoViewWindowGoodTokens(t *testing.T) {
 	if got := v.costPerMillion(a, b, "vllm-0"); got != "588.235" {
 		t.Errorf("cost per million good tokens %s, want 588.235", got)
 	}
-	c := parseReading(t, t0.Add(300*time.Second), exposition(10, 1))
+	c := viewReading(t, t0.Add(300*time.Second), exposition(10, 1))
 	if lo, hi := windowGoodTokens(a, c, "vllm-0", "chat", 300); lo != "-" || hi != "-" {
 		t.Errorf("with unmeasured requests: %s..%s, want none", lo, hi)
 	}
