@@ -3,8 +3,10 @@ package accuracy
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
@@ -141,22 +143,70 @@ type Evaluation struct {
 func RunEvaluation(levers []sim.Lever, o EvalOptions, progress func(sim.Lever, uint64)) (*Evaluation, error) {
 	ev := &Evaluation{Options: o}
 	onset, end := o.Healthy, o.Healthy+o.Hold
+	type job struct {
+		l    sim.Lever
+		seed uint64
+	}
+	var jobs []job
 	for _, l := range levers {
 		for _, seed := range o.Seeds {
-			runs, err := RunHold(l, seed, o.HoldOptions)
-			if err != nil {
-				return nil, fmt.Errorf("%s seed %d: %w", l, seed, err)
-			}
-			for _, r := range runs {
-				ev.Runs = append(ev.Runs, r)
-				ev.Incidents = append(ev.Incidents, Judge(r, onset, end, o.Settings.Window))
-			}
-			if progress != nil {
-				progress(l, seed)
-			}
+			jobs = append(jobs, job{l, seed})
+		}
+	}
+	out := make([][]HoldRun, len(jobs))
+	var mu sync.Mutex
+	err := parallel(len(jobs), func(i int) error {
+		j := jobs[i]
+		runs, err := RunHold(j.l, j.seed, o.HoldOptions)
+		if err != nil {
+			return fmt.Errorf("%s seed %d: %w", j.l, j.seed, err)
+		}
+		out[i] = runs
+		if progress != nil {
+			mu.Lock()
+			progress(j.l, j.seed)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, runs := range out {
+		for _, r := range runs {
+			ev.Runs = append(ev.Runs, r)
+			ev.Incidents = append(ev.Incidents, Judge(r, onset, end, o.Settings.Window))
 		}
 	}
 	return ev, nil
+}
+
+// parallel calls f(0..n-1) on GOMAXPROCS goroutines and returns the
+// first error. Each simulation is deterministic in its seed and shares
+// nothing with the others, so the results do not depend on the order
+// they finish in; callers keep them in the order of i.
+func parallel(n int, f func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // LeverSummary are the rates of one lever in one format.

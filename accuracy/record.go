@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,28 +165,60 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 	}
 	var keys []key
 	groups := map[key][]HealthyOutcome{}
-	seeds := map[uint64]bool{}
+	// The seeds each format ran, at and under the knee and past it.
+	type fkey struct {
+		past   bool
+		format sim.Format
+	}
+	seeds := map[fkey]map[uint64]bool{}
+	var fkeys []fkey
 	for _, h := range hs {
 		k := key{h.Case.Shape.Name, h.Case.Load, h.Case.Interval}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], h)
-		seeds[h.Seed] = true
+		fk := fkey{h.Case.Load > 1, h.Format}
+		if seeds[fk] == nil {
+			seeds[fk] = map[uint64]bool{}
+			fkeys = append(fkeys, fk)
+		}
+		seeds[fk][h.Seed] = true
 	}
 	var b strings.Builder
-	ss := slices.Sorted(func(y func(uint64) bool) {
-		for s := range seeds {
-			if !y(s) {
-				return
+	for _, past := range []bool{false, true} {
+		// Formats that ran the same seeds, together.
+		var sets []string
+		byRange := map[string][]string{}
+		for _, fk := range fkeys {
+			if fk.past != past {
+				continue
 			}
+			ss := slices.Sorted(maps.Keys(seeds[fk]))
+			r := fmt.Sprintf("seeds %d to %d (%d)", ss[0], ss[len(ss)-1], len(ss))
+			if _, ok := byRange[r]; !ok {
+				sets = append(sets, r)
+			}
+			byRange[r] = append(byRange[r], string(fk.format))
 		}
-	})
-	if len(ss) > 0 {
-		fmt.Fprintf(&b, "Seeds %d to %d (%d), every format; %v of healthy traffic per run, one scrape in %d missed and intervals jittered by up to ±%.0f %%.\n\n",
-			ss[0], ss[len(ss)-1], len(ss), HealthyRunLength, HealthyNoise.MissOneIn, 100*HealthyNoise.Jitter)
+		if len(sets) == 0 {
+			continue
+		}
+		var parts []string
+		for _, r := range sets {
+			parts = append(parts, r+" in "+strings.Join(byRange[r], ", "))
+		}
+		what := "At and under the knee"
+		if past {
+			what = "Past the knee"
+		}
+		fmt.Fprintf(&b, "%s: %s.\n", what, strings.Join(parts, "; "))
 	}
-	b.WriteString("| shape | knee (req/s) | load | scrapes every | passed | modes raised (runs) | queue_growth raised after (median / P90 / max) |\n|---|---|---|---|---|---|---|\n")
+	if len(hs) > 0 {
+		fmt.Fprintf(&b, "%v of healthy traffic per run, one scrape in %d missed and intervals jittered by up to ±%.0f %%.\n\n",
+			HealthyRunLength, HealthyNoise.MissOneIn, 100*HealthyNoise.Jitter)
+	}
+	b.WriteString("| shape | knee (req/s) | load | scrapes every | runs | passed | modes raised (runs) | queue_growth raised after (median / P90 / max) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		g := groups[k]
 		pass := 0
@@ -214,7 +247,7 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 		if k.load > 1 {
 			qs = quantiles(q)
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %gx knee | %v | %s: %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, want, pct(pass, len(g)), strings.Join(raised, ", "), qs)
+		fmt.Fprintf(&b, "| %s | %.2f | %gx knee | %v | %d | %s: %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, len(g), want, pct(pass, len(g)), strings.Join(raised, ", "), qs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

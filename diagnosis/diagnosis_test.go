@@ -19,6 +19,7 @@ type engine struct {
 	ctr                  [snapshot.NumCounters]float64
 	fin                  map[string]float64
 	ttft, itl            *snapshot.Histogram
+	kind                 snapshot.Engine // VLLM when empty
 }
 
 func newEngine() *engine {
@@ -59,7 +60,11 @@ func (e *engine) snap(at time.Time) *snapshot.Snapshot {
 	}
 	m.Hists[snapshot.TTFT] = e.ttft.Clone()
 	m.Hists[snapshot.ITL] = e.itl.Clone()
-	return &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: at, Models: []snapshot.Model{m}}
+	kind := e.kind
+	if kind == "" {
+		kind = snapshot.VLLM
+	}
+	return &snapshot.Snapshot{Target: "t", Engine: kind, Time: at, Models: []snapshot.Model{m}}
 }
 
 // healthy advances the engine by one 5 s cycle of steady traffic: 10

@@ -49,7 +49,10 @@ type sample struct {
 	// Finished requests by class, when the engine has finish reasons.
 	finOK                     bool
 	finished, errors, aborted float64
-	hists                     [snapshot.NumHists]*histDelta
+	// promptAtFinish: the engine counts prompt tokens when a request
+	// finishes (promptCountedAtFinish), not at its first token.
+	promptAtFinish bool
+	hists          [snapshot.NumHists]*histDelta
 	// genTimed and promptTimed are the engine's own timing of the
 	// interval (snapshot.Timing): seconds and the tokens they timed,
 	// each pair taken together or not at all.
@@ -132,6 +135,16 @@ func sane(h *snapshot.Histogram) bool {
 	return true
 }
 
+// promptCountedAtFinish reports whether engine counts a request's prompt
+// tokens when the request finishes rather than when its prompt has been
+// computed: trtllm-serve logs its per-request metrics, prompt tokens
+// included, once a request finishes. The prompt tokens of a span then
+// belong to the requests finished in it, not to those that got their
+// first token in it, and prompt tokens per request divides by the
+// former. (TGI and llama.cpp also count at completion but have no TTFT
+// histogram, which prompt tokens per request is otherwise divided by.)
+func promptCountedAtFinish(e snapshot.Engine) bool { return e == snapshot.TRTLLM }
+
 // delta is cur − prev for a cumulative value, reset-aware: after a
 // restart, or when the value went down, the new value is the increase.
 func delta(prev, cur float64, restarted bool) float64 {
@@ -144,7 +157,7 @@ func delta(prev, cur float64, restarted bool) float64 {
 // newSample builds the sample of a successful scrape; prev is the
 // previous successful snapshot (nil for the first one).
 func newSample(now time.Time, prev, cur *snapshot.Snapshot, devs []gpu.Device) sample {
-	s := sample{t: now, up: true, gpu: gpuOf(devs)}
+	s := sample{t: now, up: true, gpu: gpuOf(devs), promptAtFinish: promptCountedAtFinish(cur.Engine)}
 	for i := range cur.Models {
 		m := &cur.Models[i]
 		addGauge(&s.running, m.Gauges[snapshot.Running], false)

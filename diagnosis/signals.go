@@ -46,7 +46,8 @@ type Signals struct {
 	TTFTAttainment, DecodeAttainment Value
 	DecodePerToken                   bool
 	// Prompt tokens per second and per request (requests counted at
-	// their first token, as their prompts are).
+	// their first token, as their prompts are; on an engine that counts
+	// prompts as requests finish, at their finish).
 	PromptTokensPerSecond, PromptTokensPerRequest Value
 	// PrefixHitRatio is hits/queries over the span (tokens), else the
 	// mean of the engine's hit-ratio gauge.
@@ -138,7 +139,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		run, wait, kv, hit              mean
 		span                            float64
 		ctr                             [snapshot.NumCounters]Value
-		finOK                           bool
+		finOK, promptAtFinish           bool
 		fin, errs, aborts               float64
 		hists                           [snapshot.NumHists]*histDelta
 		clock, power, throttled, gpuObs mean
@@ -183,6 +184,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 				ctr[c] = some(ctr[c].V + s.ctr[c].V)
 			}
 		}
+		promptAtFinish = promptAtFinish || s.promptAtFinish
 		if s.finOK {
 			finOK = true
 			fin += s.finished
@@ -266,7 +268,15 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		sig.RequestsPerSecond = sig.FinishedPerSecond
 	}
 	if tt := hists[snapshot.TTFT]; tt != nil && tt.count > 0 {
-		if sig.PromptTokensPerSecond.OK {
+		switch {
+		case !sig.PromptTokensPerSecond.OK:
+		case promptAtFinish:
+			// Counted as requests finish: per finished request, so that
+			// prompts and requests are the same requests.
+			if finOK && fin > 0 {
+				sig.PromptTokensPerRequest = some(ctr[snapshot.PromptTokens].V / fin)
+			}
+		default:
 			sig.PromptTokensPerRequest = some(ctr[snapshot.PromptTokens].V / tt.count)
 		}
 		sig.TTFTTail = quantile(tt, obj.TTFTTarget)

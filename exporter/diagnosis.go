@@ -57,7 +57,7 @@ var diagSignals = []diagSignal{
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.KVPerRunning }, [][]string{{nKV, nRunning}}},
 	{"llm_signal_kv_cache_per_running_request_baseline", "llm_signal_kv_cache_per_running_request over the diagnosis baseline (lagged by one window).",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.KVPerRunning }, [][]string{{nKV, nRunning}}},
-	{"llm_signal_prompt_tokens_per_request", "Prompt tokens per request (counted at the first token) in the diagnosis window.",
+	{"llm_signal_prompt_tokens_per_request", "Prompt tokens per request in the diagnosis window (per request that got its first token; per finished request on trtllm-serve, which counts prompt tokens when a request finishes).",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.PromptTokensPerRequest }, [][]string{{nPrompt, nTTFT}}},
 	{"llm_signal_prompt_tokens_per_request_baseline", "Prompt tokens per request over the diagnosis baseline (lagged by one window).",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Baseline.PromptTokensPerRequest }, [][]string{{nPrompt, nTTFT}}},
