@@ -89,7 +89,7 @@ vet:
 # (a time can fail spuriously on Go 1.26: go.dev/issue/75804). A crasher is
 # written under the package's testdata/fuzz and then runs with every test.
 FUZZTIME ?= 100000x
-FUZZ_TARGETS := ./collector/:FuzzParse ./config/:FuzzParse ./collector/gpu/:FuzzParseDCGMExporter ./goodput/:FuzzTrackerSequence ./exporter/:FuzzCachedText
+FUZZ_TARGETS := ./collector/:FuzzParse ./config/:FuzzParse ./collector/gpu/:FuzzParseDCGMExporter ./goodput/:FuzzTrackerSequence ./exporter/exposition/:FuzzCachedText
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -65,12 +65,12 @@ func BenchmarkRender(b *testing.B) {
 			e := benchExporter(b, c.bodies)
 			b.ReportAllocs()
 			for b.Loop() {
-				e.render.now()
-				e.render.gzipped(e.render.cur.Load()) // a Prometheus scrape follows
+				e.render.Render()
+				e.render.Sizes() // a Prometheus scrape follows: the gzip
 			}
-			out := e.render.cur.Load()
-			b.ReportMetric(float64(len(out.plain)), "plain-bytes")
-			b.ReportMetric(float64(len(out.gz)), "gzip-bytes")
+			plain, gz := e.render.Sizes()
+			b.ReportMetric(float64(plain), "plain-bytes")
+			b.ReportMetric(float64(gz), "gzip-bytes")
 		})
 	}
 }
@@ -80,7 +80,7 @@ func BenchmarkRender(b *testing.B) {
 func BenchmarkServe(b *testing.B) {
 	medium := mustRead(b, "../collector/testdata/fixtures/vllm/v1-latest-from-source.prom")
 	e := benchExporter(b, map[string][]byte{"a": medium, "b": medium})
-	e.render.now()
+	e.render.Render()
 	h := e.Handler("/metrics", nil)
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -106,7 +106,7 @@ func BenchmarkRenderVsParse(b *testing.B) {
 	if _, err := p.Parse(body, "", time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	e.render.now()
+	e.render.Render()
 	var parse, render, gz time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -114,9 +114,9 @@ func BenchmarkRenderVsParse(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		e.render.now()
+		e.render.Render()
 		t2 := time.Now()
-		e.render.gzipped(e.render.cur.Load())
+		e.render.Sizes()
 		t3 := time.Now()
 		parse, render, gz = parse+t1.Sub(t0), render+t2.Sub(t1), gz+t3.Sub(t2)
 	}
@@ -162,9 +162,9 @@ func BenchmarkReload(b *testing.B) {
 				if err := ex.Reload(load); err != nil {
 					b.Fatal(err)
 				}
-				ex.render.now()
+				ex.render.Render()
 				t1 := time.Now()
-				ex.render.now()
+				ex.render.Render()
 				render += time.Since(t1)
 				var ms runtime.MemStats
 				runtime.GC()
@@ -175,7 +175,7 @@ func BenchmarkReload(b *testing.B) {
 				if err := ex.Reload(load); err != nil {
 					b.Fatal(err)
 				}
-				ex.render.now()
+				ex.render.Render()
 				add, remove = add+t1.Sub(t0), remove+time.Since(t2)
 			}
 			b.ReportMetric(add.Seconds()*1e3/float64(b.N), "add-ms/op")

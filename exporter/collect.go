@@ -67,7 +67,7 @@ func (g *engineGatherer) Gather() ([]*dto.MetricFamily, error) {
 	e := (*Exporter)(g)
 	var out []*dto.MetricFamily
 	var err error
-	e.series.gather(e.emitSeries, func(mfs []*dto.MetricFamily, gerr error) {
+	e.series.Gather(e.emitSeries, func(mfs []*dto.MetricFamily, gerr error) {
 		for _, mf := range mfs {
 			out = append(out, proto.Clone(mf).(*dto.MetricFamily))
 		}

@@ -26,7 +26,7 @@ func (e *Exporter) SetDiscovered(ts []config.Target) error {
 		return nil
 	}
 	err := e.apply(file)
-	e.render.invalidate()
+	e.render.Invalidate()
 	return err
 }
 

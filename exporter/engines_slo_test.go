@@ -60,9 +60,8 @@ slos:
 			e.targets = map[string]*target{tg.cfg.Name: tg}
 			tg.scrape(context.Background())
 			tg.scrape(context.Background())
-			e.render.now()
 			parser := expfmt.NewTextParser(model.UTF8Validation)
-			mfs, err := parser.TextToMetricFamilies(bytes.NewReader(e.render.cur.Load().plain))
+			mfs, err := parser.TextToMetricFamilies(bytes.NewReader(renderNow(e)))
 			if err != nil {
 				t.Fatal(err)
 			}

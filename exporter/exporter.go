@@ -1,8 +1,8 @@
 // Package exporter is the daemon: one collection goroutine per engine
 // target, a renderer that gathers and encodes the exposition when
 // /metrics asks for it after something changed (at most once per change,
-// shared by the requests that arrive together), and the HTTP handlers
-// that serve it. A Prometheus scrape of /metrics never waits on an engine.
+// shared by the requests that arrive together; it and the series cache
+// live in exporter/exposition), and the HTTP handlers that serve it. A Prometheus scrape of /metrics never waits on an engine.
 package exporter
 
 import (
@@ -21,6 +21,7 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/exporter/exposition"
 	"github.com/goodput-exporter/goodput-exporter/internal/fetch"
 )
 
@@ -80,10 +81,10 @@ type Exporter struct {
 	discovered []config.Target
 
 	reg      *prometheus.Registry
-	series   *seriesCache
+	series   *exposition.SeriesCache
 	gatherer prometheus.Gatherers
 	self     *selfMetrics
-	render   *renderer
+	render   *exposition.Renderer
 	extras   extras
 }
 
@@ -114,11 +115,18 @@ func New(opts Options) *Exporter {
 	e.gatherer = prometheus.Gatherers{e.reg, &slowGatherer{g: runtime, period: opts.Interval}}
 	// Engine, SLO and cost series (thousands per engine) bypass the
 	// registry: the series cache keeps their dto.Metric between renders.
-	e.series = newSeriesCache()
-	e.render = newRenderer(e.gatherer, func(use engineUse) {
-		e.series.gatherText(e.emitSeries, use)
-	}, e.self, e.logger, opts.Interval/4)
-	e.render.maxAge = opts.Interval
+	e.series = exposition.NewSeriesCache()
+	e.render = exposition.NewRenderer(exposition.Options{
+		Gatherer: e.gatherer,
+		Engines: func(use exposition.Use) {
+			e.series.GatherText(e.emitSeries, use)
+		},
+		Errors:   e.self.renderErrors,
+		Duration: e.self.renderDuration,
+		Logger:   e.logger,
+		MinGap:   opts.Interval / 4,
+		MaxAge:   opts.Interval,
+	})
 	return e
 }
 
@@ -270,7 +278,7 @@ func (e *Exporter) apply(file *config.Config) error {
 	for _, t := range fresh {
 		t.start(ctx, e.opts.Interval, e.opts.NoJitter)
 	}
-	e.render.request()
+	e.render.Request()
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (e *Exporter) gpuLoop(ctx context.Context) {
 		// Targets render after each scrape and pick the GPU state up; a
 		// render of its own would double the rendering cost.
 		if len(e.sortedTargets()) == 0 {
-			e.render.request()
+			e.render.Request()
 		}
 		select {
 		case <-ctx.Done():

@@ -12,7 +12,7 @@ type Loader func() (*config.Config, error)
 // Reload loads and applies a configuration. On any error the running
 // configuration stays and the reload gauge drops to 0.
 func (e *Exporter) Reload(load Loader) error {
-	defer e.render.invalidate() // the next /metrics shows the outcome
+	defer e.render.Invalidate() // the next /metrics shows the outcome
 	cfg, err := load()
 	if err == nil {
 		err = e.ApplyConfig(cfg)

@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/exporter/exposition"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
@@ -77,10 +78,10 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newSeriesCache()
+	c := exposition.NewSeriesCache()
 	for i := range 2 { // learning, then steady
 		var got string
-		c.gather(m.emit, func(mfs []*dto.MetricFamily, err error) {
+		c.Gather(m.emit, func(mfs []*dto.MetricFamily, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,6 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/config"
 	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
-	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // refCollector is the reference path: the same series as const metrics
@@ -54,7 +53,7 @@ func encodeFamilies(t *testing.T, mfs []*dto.MetricFamily) string {
 func cachedText(t *testing.T, e *Exporter) string {
 	t.Helper()
 	var out string
-	e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
+	e.series.GatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
 		if err != nil {
 			t.Errorf("cached gather: %v", err)
 		}
@@ -217,61 +216,6 @@ func diffLines(want, got string) string {
 	return b.String()
 }
 
-// A histogram whose bounds change is rebuilt with the new buckets; a
-// series sent twice in one render is an error, as in the registry; a
-// series no longer sent leaves the family, and an empty family goes.
-func TestSeriesCacheLayoutDuplicatesAndRemoval(t *testing.T) {
-	c := newSeriesCache()
-	desc := prometheus.NewDesc("h_seconds", "h", []string{"model"}, nil)
-	g := prometheus.NewDesc("g", "g", []string{"model"}, nil)
-	render := func(emit func(collector.Sink)) (string, error) {
-		var out string
-		var gerr error
-		c.gather(emit, func(mfs []*dto.MetricFamily, err error) {
-			out, gerr = encodeFamilies(t, mfs), err
-		})
-		return out, gerr
-	}
-	h1 := &snapshot.Histogram{Bounds: []float64{1, 2}, Cumulative: []float64{1, 3}, Count: 4, Sum: 5}
-	h2 := &snapshot.Histogram{Bounds: []float64{0.5, 1, 2}, Cumulative: []float64{0, 2, 2}, Count: 2, Sum: 1.5}
-	out, err := render(func(s collector.Sink) {
-		s.Histogram(desc, h1, collector.Labels("a"))
-		s.Sample(g, prometheus.GaugeValue, 7, collector.Labels("a"))
-	})
-	if err != nil || !strings.Contains(out, `h_seconds_bucket{model="a",le="2"} 3`) || !strings.Contains(out, `g{model="a"} 7`) {
-		t.Fatalf("first render (err %v):\n%s", err, out)
-	}
-	out, err = render(func(s collector.Sink) {
-		s.Histogram(desc, h2, collector.Labels("a"))
-		s.Sample(g, prometheus.GaugeValue, 8, collector.Labels("a"))
-		s.Sample(g, prometheus.GaugeValue, 9, collector.Labels("a"))
-	})
-	for _, want := range []string{`h_seconds_bucket{model="a",le="0.5"} 0`, `h_seconds_bucket{model="a",le="1"} 2`, `h_seconds_count{model="a"} 2`, `g{model="a"} 8`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("after a layout change, %q missing:\n%s", want, out)
-		}
-	}
-	if err == nil || !strings.Contains(err.Error(), "collected twice") {
-		t.Errorf("a series sent twice: err = %v", err)
-	}
-	out, err = render(func(s collector.Sink) { s.Sample(g, prometheus.GaugeValue, 1, collector.Labels("b")) })
-	if err != nil || out != "# HELP g g\n# TYPE g gauge\ng{model=\"b\"} 1\n" {
-		t.Errorf("after removal (err %v):\n%s", err, out)
-	}
-	if len(c.series) != 1 || len(c.fams) != 1 || len(c.descs) != 1 {
-		t.Errorf("cache holds %d series, %d families, %d descriptors; want 1 each", len(c.series), len(c.fams), len(c.descs))
-	}
-	// A label set that does not fit the descriptor is an error for that
-	// series alone.
-	_, err = render(func(s collector.Sink) {
-		s.Sample(g, prometheus.GaugeValue, 1, collector.Labels("b"))
-		s.Sample(g, prometheus.GaugeValue, 1, collector.Labels("c", "extra"))
-	})
-	if err == nil {
-		t.Error("a wrong label count was not reported")
-	}
-}
-
 // A steady render allocates nothing per series and encodes nothing again
 // through expfmt: the 100-model engine's ~5,000 series (15,000 lines with
 // the histograms' buckets) cost a few allocations (the registry path cost
@@ -296,7 +240,7 @@ func TestSteadyRenderAllocations(t *testing.T) {
 	tg.scrape(context.Background())
 	tg.scrape(context.Background())
 	series := 0
-	e.series.gather(e.emitSeries, func(mfs []*dto.MetricFamily, _ error) {
+	e.series.Gather(e.emitSeries, func(mfs []*dto.MetricFamily, _ error) {
 		for _, mf := range mfs {
 			series += len(mf.Metric)
 		}
@@ -306,7 +250,7 @@ func TestSteadyRenderAllocations(t *testing.T) {
 	var buf bytes.Buffer
 	steady := func() {
 		buf.Reset()
-		e.series.gatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, _ error) {
+		e.series.GatherText(e.emitSeries, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, _ error) {
 			for i := range mfs {
 				if err := text(&buf, i); err != nil {
 					t.Fatal(err)
@@ -315,67 +259,26 @@ func TestSteadyRenderAllocations(t *testing.T) {
 		})
 	}
 	steady()
-	encodes := e.series.textEncodes
+	encodes := e.series.Stats().Encodes
 	allocs := testing.AllocsPerRun(5, steady)
 	t.Logf("%d series, %.0f allocations per steady gather and text (%d bytes)", series, allocs, buf.Len())
 	if series < 5000 || allocs > 200 {
 		t.Errorf("%d series cost %.0f allocations per gather and text, want at most 200", series, allocs)
 	}
-	for name, f := range e.series.fams {
-		if f.direct {
-			t.Errorf("family %s is encoded through expfmt every render", name)
-		}
+	st := e.series.Stats()
+	for _, name := range st.Direct {
+		t.Errorf("family %s is encoded through expfmt every render", name)
 	}
-	if e.series.textEncodes != encodes {
-		t.Errorf("steady renders encoded %d families again through expfmt, want none", e.series.textEncodes-encodes)
+	if st.Encodes != encodes {
+		t.Errorf("steady renders encoded %d families again through expfmt, want none", st.Encodes-encodes)
 	}
 }
 
-// The cache guesses each series from the order of the last render; the
-// guess must never give another series' entry. Series sent in another
-// order, one that leaves and comes back, and a new one in between: each
-// render is what a fresh cache (no guesses) gives for the same series,
-// and its values are the ones sent (worked by hand in want).
-func TestSeriesCacheGuessesNeverMislead(t *testing.T) {
-	a := prometheus.NewDesc("a", "a", []string{"x"}, nil)
-	b := prometheus.NewDesc("b", "b", []string{"x"}, nil)
-	type sample struct {
-		d *prometheus.Desc
-		x string
-		v float64
-	}
-	renders := []struct {
-		send []sample
-		want string
-	}{
-		{[]sample{{a, "1", 1}, {a, "2", 2}, {b, "1", 3}}, "a{x=\"1\"} 1\na{x=\"2\"} 2\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 3\n"},
-		{[]sample{{b, "1", 4}, {a, "2", 5}, {a, "1", 6}}, "a{x=\"1\"} 6\na{x=\"2\"} 5\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 4\n"},
-		{[]sample{{a, "1", 7}, {b, "1", 8}}, "a{x=\"1\"} 7\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 8\n"},
-		{[]sample{{a, "1", 10}, {a, "2", 9}, {a, "3", 12}, {b, "1", 11}}, "a{x=\"1\"} 10\na{x=\"2\"} 9\na{x=\"3\"} 12\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 11\n"},
-		{[]sample{{a, "1", 13}, {a, "2", 14}, {a, "3", 15}, {b, "1", 16}}, "a{x=\"1\"} 13\na{x=\"2\"} 14\na{x=\"3\"} 15\n# HELP b b\n# TYPE b gauge\nb{x=\"1\"} 16\n"},
-	}
-	render := func(c *seriesCache, send []sample) string {
-		var out string
-		c.gather(func(s collector.Sink) {
-			for _, x := range send {
-				s.Sample(x.d, prometheus.GaugeValue, x.v, collector.Labels(x.x))
-			}
-		}, func(mfs []*dto.MetricFamily, err error) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = encodeFamilies(t, mfs)
-		})
-		return out
-	}
-	c := newSeriesCache()
-	for i, r := range renders {
-		got := render(c, r.send)
-		if fresh := render(newSeriesCache(), r.send); got != fresh {
-			t.Fatalf("render %d:\n%s\na fresh cache:\n%s", i, got, fresh)
-		}
-		if want := "# HELP a a\n# TYPE a gauge\n" + r.want; got != want {
-			t.Fatalf("render %d:\n%s\nwant:\n%s", i, got, want)
-		}
-	}
+// renderNow renders the exposition and returns the body that /metrics
+// serves (plain) until something changes.
+func renderNow(e *Exporter) []byte {
+	e.render.Render()
+	w := httptest.NewRecorder()
+	e.render.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	return w.Body.Bytes()
 }

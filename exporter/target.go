@@ -238,7 +238,7 @@ func (t *target) loop(ctx context.Context, interval time.Duration, noJitter bool
 	defer tick.Stop()
 	for {
 		t.scrape(ctx)
-		t.ex.render.request()
+		t.ex.render.Request()
 		select {
 		case <-ctx.Done():
 			return

@@ -86,20 +86,19 @@ func TestWindowGolden(t *testing.T) {
 	if err := testutil.GatherAndCompare(e.Gatherer(), bytes.NewReader(want), windowSeries...); err != nil {
 		t.Error(err)
 	}
-	e.render.now()
-	promtool.CheckMetrics(t, e.render.cur.Load().plain)
+	promtool.CheckMetrics(t, renderNow(e))
 }
 
 func writeFamilies(t *testing.T, e *Exporter, path string, names []string) {
 	t.Helper()
-	e.render.now()
+	body := renderNow(e)
 	var out bytes.Buffer
 	keep := map[string]bool{}
 	for _, n := range names {
 		keep[n] = true
 	}
 	cur := ""
-	for _, line := range bytes.SplitAfter(e.render.cur.Load().plain, []byte("\n")) {
+	for _, line := range bytes.SplitAfter(body, []byte("\n")) {
 		if f := bytes.Fields(line); len(f) >= 3 && (string(f[1]) == "HELP" || string(f[1]) == "TYPE") {
 			cur = string(f[2])
 		}

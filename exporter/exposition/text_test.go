@@ -1,4 +1,4 @@
-package exporter
+package exposition
 
 import (
 	"bytes"
@@ -163,10 +163,10 @@ func (w *textWorld) plan() []uint64 {
 // requires it byte for byte equal to expfmt's encoding of the families the
 // registry gathers from the same series as const metrics, and to expfmt's
 // encoding of the cache's own families.
-func checkTextRound(t *testing.T, c *seriesCache, emit func(collector.Sink)) string {
+func checkTextRound(t *testing.T, c *SeriesCache, emit func(collector.Sink)) string {
 	t.Helper()
 	var cached, direct string
-	c.gatherText(emit, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
+	c.GatherText(emit, func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error) {
 		if err != nil {
 			t.Fatalf("cache: %v", err)
 		}
@@ -223,7 +223,7 @@ func TestCachedTextMatchesExpfmt(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		w := newTextWorld(rng.Uint64)
-		c := newSeriesCache()
+		c := NewSeriesCache()
 		var last []uint64
 		sawInf, sawNaN, sawNegative := false, false, false
 		for round := range 300 {
@@ -343,7 +343,7 @@ func TestEncodeLines(t *testing.T) {
 // A model leaving and another coming cost the encoding of the new series
 // alone, not of their families.
 func TestNewSeriesAloneEncoded(t *testing.T) {
-	c := newSeriesCache()
+	c := NewSeriesCache()
 	g := prometheus.NewDesc("g", "g", []string{"model"}, nil)
 	h := prometheus.NewDesc("h", "h", []string{"model"}, nil)
 	emit := func(models ...string) func(collector.Sink) {
@@ -389,7 +389,7 @@ func FuzzCachedText(f *testing.F) {
 			return binary.LittleEndian.Uint64(b[:])
 		}
 		w := newTextWorld(next)
-		c := newSeriesCache()
+		c := NewSeriesCache()
 		for range 6 {
 			checkTextRound(t, c, w.emit(w.plan()))
 			if len(data) == 0 {

@@ -1,4 +1,4 @@
-package exporter
+package exposition
 
 import (
 	"bytes"
@@ -41,6 +41,19 @@ func (g *counterGatherer) Gather() ([]*dto.MetricFamily, error) {
 
 func strPtr(s string) *string { return &s }
 
+// newTestRenderer is a renderer of g's families alone, with metrics of its
+// own.
+func newTestRenderer(g prometheus.Gatherer, minGap, maxAge time.Duration) *Renderer {
+	return NewRenderer(Options{
+		Gatherer: g,
+		Errors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "errors_total", Help: "h"}),
+		Duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "duration_seconds", Help: "h"}),
+		Logger:   slog.New(slog.DiscardHandler),
+		MinGap:   minGap,
+		MaxAge:   maxAge,
+	})
+}
+
 // slowWriter is a client reading a response slowly: it copies what it is
 // given a few hundred bytes at a time, yielding in between, so that a
 // render that took back a buffer still being written would show.
@@ -64,9 +77,8 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // (plain and gzip) while renders run back to back must always get one
 // whole exposition: it parses, and its two families carry the same value.
 func TestServeWhileRenderingIsNeverTorn(t *testing.T) {
-	self := newSelfMetrics(prometheus.NewRegistry())
-	r := newRenderer(&counterGatherer{}, nil, self, slog.New(slog.DiscardHandler), 0)
-	r.now()
+	r := newTestRenderer(&counterGatherer{}, 0, 0)
+	r.Render()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var bodies atomic.Int64
@@ -102,9 +114,9 @@ func TestServeWhileRenderingIsNeverTorn(t *testing.T) {
 	// themselves (on demand: the first reader after a change renders).
 	for i := range 300 {
 		if i%2 == 0 {
-			r.now()
+			r.Render()
 		} else {
-			r.request()
+			r.Request()
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
@@ -123,7 +135,7 @@ func TestServeWhileRenderingIsNeverTorn(t *testing.T) {
 
 // scrapeOnce reads the renderer as a Prometheus scrape does and returns
 // the body.
-func scrapeOnce(r *renderer) string {
+func scrapeOnce(r *Renderer) string {
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	return w.Body.String()
@@ -133,12 +145,11 @@ func scrapeOnce(r *renderer) string {
 // not when the change happens; once per change; and a change within
 // minGap of the last render waits for the gap.
 func TestRenderOnDemand(t *testing.T) {
-	self := newSelfMetrics(prometheus.NewRegistry())
 	g := &counterGatherer{}
 	const gap = 200 * time.Millisecond
-	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), gap)
-	r.request() // a target reported
-	r.request() // and another
+	r := newTestRenderer(g, gap, 0)
+	r.Request() // a target reported
+	r.Request() // and another
 	if n := g.n.Load(); n != 0 {
 		t.Fatalf("%d renders before anyone asked", n)
 	}
@@ -150,7 +161,7 @@ func TestRenderOnDemand(t *testing.T) {
 	if n := g.n.Load(); n != 1 {
 		t.Fatalf("a second scrape with nothing new rendered again: %d renders", n)
 	}
-	r.request()
+	r.Request()
 	if body := scrapeOnce(r); g.n.Load() != 1 || !strings.Contains(body, "} 1\n") {
 		t.Fatalf("a change within %v of the last render was rendered at once: %d renders", gap, g.n.Load())
 	}
@@ -159,7 +170,7 @@ func TestRenderOnDemand(t *testing.T) {
 		t.Fatalf("a change older than the gap: %d renders, want 2 (body of render 2)", g.n.Load())
 	}
 	// A reload is shown on the next scrape whatever the gap.
-	r.invalidate()
+	r.Invalidate()
 	if body := scrapeOnce(r); g.n.Load() != 3 || !strings.Contains(body, "} 3\n") {
 		t.Fatalf("after invalidate: %d renders, want 3", g.n.Load())
 	}
@@ -181,10 +192,9 @@ func (g *blockingGatherer) Gather() ([]*dto.MetricFamily, error) {
 // Scrapes that arrive while a render runs wait for it and serve its bytes:
 // 8 concurrent scrapes after one change cost one render.
 func TestConcurrentScrapesShareOneRender(t *testing.T) {
-	self := newSelfMetrics(prometheus.NewRegistry())
 	g := &blockingGatherer{entered: make(chan struct{}, 16), release: make(chan struct{})}
-	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), 0)
-	r.request()
+	r := newTestRenderer(g, 0, 0)
+	r.Request()
 	var wg sync.WaitGroup
 	bodies := make([]string, 8)
 	for i := range bodies {
@@ -236,12 +246,10 @@ func checkWhole(t *testing.T, body string) {
 // though nothing asked for it: series registered by other parts of the
 // daemon (discovery's health) change with no target to say so.
 func TestRenderAgainAfterMaxAge(t *testing.T) {
-	self := newSelfMetrics(prometheus.NewRegistry())
 	g := &counterGatherer{}
 	const gap, age = 10 * time.Millisecond, 150 * time.Millisecond
-	r := newRenderer(g, nil, self, slog.New(slog.DiscardHandler), gap)
-	r.maxAge = age
-	r.request()
+	r := newTestRenderer(g, gap, age)
+	r.Request()
 	scrapeOnce(r)
 	time.Sleep(2 * gap)
 	if scrapeOnce(r); g.n.Load() != 1 {

@@ -1,4 +1,4 @@
-package exporter
+package exposition
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ import (
 // its header the family's. A family with a series that fails the check (a
 // timestamp, an unexpected shape) is encoded through expfmt on every
 // render until its series change.
-func (c *seriesCache) writeText(buf *bytes.Buffer, i int) error {
+func (c *SeriesCache) writeText(buf *bytes.Buffer, i int) error {
 	f := c.outFam[i]
 	if !f.direct && !f.joined {
 		for _, s := range f.members {
@@ -93,7 +93,7 @@ func (f *cachedFamily) join() {
 
 // encodeSeries writes s through expfmt as a family of its own and keeps
 // its lines up to the values; it reports whether they could be kept.
-func (c *seriesCache) encodeSeries(f *cachedFamily, s *cachedSeries) bool {
+func (c *SeriesCache) encodeSeries(f *cachedFamily, s *cachedSeries) bool {
 	c.textEncodes++
 	c.one.Name, c.one.Help, c.one.Type = f.mf.Name, f.mf.Help, f.mf.Type
 	c.one.Metric = append(c.one.Metric[:0], s.m)

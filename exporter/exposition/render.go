@@ -1,4 +1,15 @@
-package exporter
+// Package exposition is the daemon's /metrics body, cached and rendered
+// again only when needed: the series cache that keeps each engine, SLO
+// and cost series between renders (SeriesCache), the text it writes from
+// those series' kept lines exactly as expfmt would, and the Renderer
+// that merges them with a registry's families, keeps the encoded body
+// and its gzip form, renders it again on the first request after a change
+// (or once it is older than MaxAge), and serves it.
+//
+// It depends on collector (the Sink the cache implements) and snapshot,
+// never on exporter; exporter owns a SeriesCache and a Renderer and is
+// the only package that should depend on this one.
+package exposition
 
 import (
 	"bytes"
@@ -33,12 +44,12 @@ type exposition struct {
 	gz      []byte
 }
 
-// engineUse receives the series cache's families, a function writing the
+// Use receives the series cache's families, a function writing the
 // text of the family at an index (as expfmt.MetricFamilyToText would), and
 // the errors of the gathering.
-type engineUse = func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error)
+type Use = func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) error, err error)
 
-// renderer gathers and encodes the exposition on demand: at most once per
+// Renderer gathers and encodes the exposition on demand: at most once per
 // change, when /metrics first asks for it after a target (or the GPU
 // cycle, or a reload) reported something new, instead of after every
 // collection cycle. Prometheus usually scrapes every 15–60 s while the
@@ -46,25 +57,19 @@ type engineUse = func(mfs []*dto.MetricFamily, text func(*bytes.Buffer, int) err
 // Requests that arrive together share one render (the others wait for
 // it and serve its bytes); a render reads the targets' last results and
 // never waits on an engine.
-type renderer struct {
-	g prometheus.Gatherer // the daemon's own series and the Go runtime's
-	// engines passes the engine, SLO and cost families (sorted by name)
-	// to use, from the series cache, with a function that writes the text
-	// of the family at an index; nil in tests of the renderer alone.
-	engines func(use engineUse)
-	self    *selfMetrics
-	logger  *slog.Logger
-	cur     atomic.Pointer[exposition]
+type Renderer struct {
+	g        prometheus.Gatherer
+	engines  func(use Use)
+	errors   prometheus.Counter
+	duration prometheus.Gauge
+	logger   *slog.Logger
+	cur      atomic.Pointer[exposition]
 	// stale: something changed since the last render began; busy: a
 	// render is running (a request waits for it rather than serve the
 	// exposition it replaces).
-	stale  atomic.Bool
-	busy   atomic.Bool
-	minGap time.Duration // between two renders a request may cause
-	// maxAge: an exposition older than this is rendered again on the next
-	// request even if no target reported: series that other parts of the
-	// daemon register (service discovery's health) change on their own,
-	// and a daemon without targets has no cycle to mark them; 0: never.
+	stale   atomic.Bool
+	busy    atomic.Bool
+	minGap  time.Duration
 	maxAge  time.Duration
 	lastOK  atomic.Bool
 	mu      sync.Mutex   // one render at a time, so a newer one is never overwritten by an older
@@ -77,24 +82,57 @@ type renderer struct {
 	lastGz  int
 }
 
-// newRenderer returns a renderer that renders on a request at most once
-// per minGap (a quarter of the collection interval in the daemon: several
-// targets finishing one after the other cost one render when a scraper
-// reads often).
-func newRenderer(g prometheus.Gatherer, engines func(engineUse), self *selfMetrics, logger *slog.Logger, minGap time.Duration) *renderer {
-	r := &renderer{g: g, engines: engines, self: self, logger: logger, minGap: minGap}
+// Options are a Renderer's sources, its own metrics and its pace.
+type Options struct {
+	// Gatherer gathers the families of a registry (the daemon's own
+	// series and the Go runtime's).
+	Gatherer prometheus.Gatherer
+	// Engines passes the engine, SLO and cost families (sorted by name)
+	// to use, from the series cache (SeriesCache.GatherText), with a
+	// function that writes the text of the family at an index; nil: the
+	// Gatherer's families alone.
+	Engines func(use Use)
+	// Errors counts the renders in which something failed (a gathering
+	// or an encoding); Duration is set to each render's duration. Both
+	// are required.
+	Errors   prometheus.Counter
+	Duration prometheus.Gauge
+	// Logger logs a render that fails and the next one that succeeds;
+	// nil: nothing is logged.
+	Logger *slog.Logger
+	// MinGap: a request renders at most once per MinGap (a quarter of the
+	// collection interval in the daemon: several targets finishing one
+	// after the other cost one render when a scraper reads often).
+	MinGap time.Duration
+	// MaxAge: an exposition older than this is rendered again on the next
+	// request even if nothing called Request: series that other parts of
+	// the daemon register (service discovery's health) change on their
+	// own, and a daemon without targets has no cycle to mark them; 0:
+	// never.
+	MaxAge time.Duration
+}
+
+// NewRenderer returns a renderer that has rendered nothing yet: the first
+// request of /metrics serves an empty body unless Request, Invalidate or
+// Render came first.
+func NewRenderer(o Options) *Renderer {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Renderer{g: o.Gatherer, engines: o.Engines, errors: o.Errors, duration: o.Duration,
+		logger: o.Logger, minGap: o.MinGap, maxAge: o.MaxAge}
 	r.lastOK.Store(true)
 	r.cur.Store(&exposition{})
 	return r
 }
 
-// request says that something changed: the next request of /metrics
-// renders, unless the last render is younger than minGap.
-func (r *renderer) request() { r.stale.Store(true) }
+// Request says that something changed: the next request of /metrics
+// renders, unless the last render is younger than MinGap.
+func (r *Renderer) Request() { r.stale.Store(true) }
 
-// invalidate says that something changed that the next request must see
+// Invalidate says that something changed that the next request must see
 // whatever the gap (a reload).
-func (r *renderer) invalidate() {
+func (r *Renderer) Invalidate() {
 	r.last.Store(0)
 	r.stale.Store(true)
 }
@@ -102,7 +140,7 @@ func (r *renderer) invalidate() {
 // current returns the exposition to serve, rendering it first when it is
 // stale. Only one request renders; the others wait on mu and then find it
 // fresh.
-func (r *renderer) current() *exposition {
+func (r *Renderer) current() *exposition {
 	if r.maxAge > 0 && !r.stale.Load() {
 		if last := r.last.Load(); last != 0 && time.Since(time.Unix(0, last)) >= r.maxAge {
 			r.stale.Store(true)
@@ -118,15 +156,15 @@ func (r *renderer) current() *exposition {
 	return r.cur.Load()
 }
 
-// now gathers and encodes immediately.
-func (r *renderer) now() {
+// Render gathers and encodes immediately.
+func (r *Renderer) Render() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.render()
 }
 
 // render gathers and encodes; mu is held.
-func (r *renderer) render() {
+func (r *Renderer) render() {
 	start := time.Now()
 	// Cleared before gathering: a change during the render marks the
 	// next one stale again.
@@ -148,7 +186,7 @@ func (r *renderer) render() {
 	// 15 % of a render) would change nothing.
 	encode := func(mf *dto.MetricFamily) {
 		if _, err := expfmt.MetricFamilyToText(plain, mf); err != nil {
-			r.self.renderErrors.Inc()
+			r.errors.Inc()
 			r.logger.Error("encoding family", "family", mf.GetName(), "err", err)
 		}
 	}
@@ -163,7 +201,7 @@ func (r *renderer) render() {
 				continue
 			}
 			if err := text(plain, j); err != nil {
-				r.self.renderErrors.Inc()
+				r.errors.Inc()
 				r.logger.Error("encoding family", "family", engines[j].GetName(), "err", err)
 			}
 			j++
@@ -176,7 +214,7 @@ func (r *renderer) render() {
 	}
 	if err != nil {
 		// Gather returns what it could; serve that and say what failed.
-		r.self.renderErrors.Inc()
+		r.errors.Inc()
 		if r.lastOK.Swap(false) {
 			r.logger.Error("render incomplete", "err", err)
 		}
@@ -185,14 +223,14 @@ func (r *renderer) render() {
 	}
 	prev := r.cur.Swap(&exposition{plain: plain.Bytes(), at: start})
 	r.retire(prev)
-	r.self.renderDuration.Set(time.Since(start).Seconds())
+	r.duration.Set(time.Since(start).Seconds())
 }
 
 // retire takes back the buffers of an exposition that is no longer
 // current, unless a request is still writing it out (then the garbage
 // collector has them once it is done). A request that comes to it later
 // sees it retired and reads the current one.
-func (r *renderer) retire(x *exposition) {
+func (r *Renderer) retire(x *exposition) {
 	if x == nil || !x.mu.TryLock() {
 		return
 	}
@@ -209,7 +247,7 @@ func (r *renderer) retire(x *exposition) {
 }
 
 // ServeHTTP writes the exposition, rendered first if it is stale.
-func (r *renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	h.Set("Vary", "Accept-Encoding")
@@ -235,7 +273,7 @@ func (r *renderer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // gzipped compresses x once, on first use.
-func (r *renderer) gzipped(x *exposition) []byte {
+func (r *Renderer) gzipped(x *exposition) []byte {
 	x.gzOnce.Do(func() {
 		r.zmu.Lock()
 		defer r.zmu.Unlock()
@@ -254,6 +292,22 @@ func (r *renderer) gzipped(x *exposition) []byte {
 		x.gz, r.lastGz = gz.Bytes(), gz.Len()
 	})
 	return x.gz
+}
+
+// Sizes returns the sizes of the current exposition, plain and gzip,
+// compressing it first as the first request that accepts gzip does
+// (benchmarks: a render and the scrape that follows it).
+func (r *Renderer) Sizes() (plain, gz int) {
+	for x := r.cur.Load(); ; x = r.cur.Load() {
+		x.mu.RLock()
+		if x.retired {
+			x.mu.RUnlock()
+			continue
+		}
+		plain, gz = len(x.plain), len(r.gzipped(x))
+		x.mu.RUnlock()
+		return plain, gz
+	}
 }
 
 func acceptsGzip(header string) bool {
