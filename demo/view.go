@@ -164,6 +164,33 @@ func windowGoodTokens(a, b reading, target, slo string, secs float64) (string, s
 	return fmt.Sprintf("%.1f", tb.Lower/secs), fmt.Sprintf("%.1f", tb.Upper/secs)
 }
 
+// goodTokens is the GOOD TOK/S cell: the window's bounds
+// (windowGoodTokens), or, where the daemon says its tokens are an
+// estimate (llm_goodput_tokens_bounded 0: no output-length histogram, or
+// a per-token objective), the intervals' figures of
+// llm_goodput_tokens_total added up, marked "~", as the recording rules
+// fall back to them; "-" where neither is there.
+func goodTokens(a, b reading, target, slo string, secs float64) (string, string) {
+	lo, hi := windowGoodTokens(a, b, target, slo, secs)
+	if lo != "-" || secs <= 0 {
+		return lo, hi
+	}
+	if est, ok := b.sum("llm_goodput_tokens_bounded", map[string]string{"target": target, "slo": slo}); !ok || est != 0 {
+		return lo, hi
+	}
+	var r [2]float64
+	for i, bd := range []string{"lower", "upper"} {
+		want := map[string]string{"target": target, "slo": slo, "bound": bd}
+		x, ok1 := a.sum("llm_goodput_tokens_total", want)
+		y, ok2 := b.sum("llm_goodput_tokens_total", want)
+		if !ok1 || !ok2 || y < x {
+			return lo, hi
+		}
+		r[i] = (y - x) / secs
+	}
+	return fmt.Sprintf("~%.1f", r[0]), fmt.Sprintf("%.1f", r[1])
+}
+
 // demoView redraws a table of what the daemon exports, as rates over the
 // last window of readings: what an operator would graph.
 type demoView struct {
@@ -277,7 +304,7 @@ func (v *demoView) draw() {
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
-		lo, hi := windowGoodTokens(a, b, en.Name, slo, secs)
+		lo, hi := goodTokens(a, b, en.Name, slo, secs)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			en.Name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
 			rate("llm_goodput_tokens_total", bound("exact")),

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,36 @@ func TestDemoViewWindowGoodTokens(t *testing.T) {
 	c := viewReading(t, t0.Add(300*time.Second), exposition(10, 1))
 	if lo, hi := windowGoodTokens(a, c, "vllm-0", "chat", 300); lo != "-" || hi != "-" {
 		t.Errorf("with unmeasured requests: %s..%s, want none", lo, hi)
+	}
+}
+
+// Where the daemon's tokens are an estimate (llm_goodput_tokens_bounded
+// 0: SGLang without its output-length histogram), the cell shows the
+// intervals' figures added up, marked "~": 600 and 900 tokens more over
+// 300 s are ~2.0..3.0 a second; where they are bounds and the window has
+// none (requests unmeasured), nothing.
+func TestDemoViewEstimatedGoodTokens(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	est := func(lower, upper, bounded float64) string {
+		l := `target="sglang-1",slo="chat"`
+		return "# TYPE llm_goodput_tokens_total counter\n" +
+			"llm_goodput_tokens_total{" + l + `,bound="lower"} ` + strconv.FormatFloat(lower, 'g', -1, 64) + "\n" +
+			"llm_goodput_tokens_total{" + l + `,bound="upper"} ` + strconv.FormatFloat(upper, 'g', -1, 64) + "\n" +
+			"# TYPE llm_goodput_tokens_bounded gauge\nllm_goodput_tokens_bounded{" + l + "} " + strconv.FormatFloat(bounded, 'g', -1, 64) + "\n"
+	}
+	a := viewReading(t, t0, est(1000, 1000, 0))
+	b := viewReading(t, t0.Add(300*time.Second), est(1600, 1900, 0))
+	if lo, hi := goodTokens(a, b, "sglang-1", "chat", 300); lo != "~2.0" || hi != "3.0" {
+		t.Errorf("estimated good tok/s %s..%s, want ~2.0..3.0", lo, hi)
+	}
+	b = viewReading(t, t0.Add(300*time.Second), est(1600, 1900, 1))
+	if lo, hi := goodTokens(a, b, "sglang-1", "chat", 300); lo != "-" || hi != "-" {
+		t.Errorf("bounded tokens without window totals: %s..%s, want none", lo, hi)
+	}
+	// The window's bounds win where they exist.
+	w0 := viewReading(t, t0, exposition(5, 0))
+	w1 := viewReading(t, t0.Add(300*time.Second), exposition(10, 0))
+	if lo, hi := goodTokens(w0, w1, "vllm-0", "chat", 300); lo != "1.7" || hi != "15.3" {
+		t.Errorf("good tok/s %s..%s, want the window's 1.7..15.3", lo, hi)
 	}
 }
