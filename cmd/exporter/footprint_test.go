@@ -142,16 +142,9 @@ func cpuTimes(tb testing.TB, pid int) (user, sys float64) {
 }
 
 func procStatusMiB(tb testing.TB, pid int, key string) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		tb.Fatal(err)
+	kb, ok := statusKiB(pid, key)
+	if !ok {
+		tb.Fatalf("%s not in /proc/%d/status", key, pid)
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	tb.Fatalf("%s not in /proc/%d/status", key, pid)
-	return 0
+	return float64(kb) / 1024
 }
