@@ -193,8 +193,8 @@ func TestDiagnosisSection(t *testing.T) {
 		t.Errorf("settings %+v", s)
 	}
 	th := s.Thresholds
-	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 {
-		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v", th.KVHigh, th.QueueSlope, th.DecodeLatency)
+	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 || th.QueueBatchShare != 0.3 {
+		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v queue_batch_share %v", th.KVHigh, th.QueueSlope, th.DecodeLatency, th.QueueBatchShare)
 	}
 	// Untouched thresholds keep their defaults (worked in diagnosis).
 	if th.PreemptionRate != 0.05 || th.TTFTLatency != 0.5 {

@@ -53,6 +53,7 @@ type DiagnosisThresholds struct {
 	StallSuspect         *Duration `yaml:"stall_suspect"`
 	QueueSlopeShare      *float64  `yaml:"queue_slope_share"`
 	QueueMinSeconds      *Duration `yaml:"queue_min_seconds"`
+	QueueBatchShare      *float64  `yaml:"queue_batch_share"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -112,6 +113,7 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		d("stall_suspect", t.StallSuspect, &out.StallSuspect),
 		f("queue_slope_share", ratio, t.QueueSlopeShare, &out.QueueSlopeShare),
 		d("queue_min_seconds", t.QueueMinSeconds, &out.QueueMinSeconds),
+		f("queue_batch_share", ratio, t.QueueBatchShare, &out.QueueBatchShare),
 	}
 }
 

@@ -38,14 +38,32 @@ func growing(w *Signals, th *Thresholds) bool {
 // as growing: QueueSlope and QueueMinWaiting, or, for an engine serving
 // more requests a second, QueueSlopeShare and QueueMinSeconds of its
 // request rate (a queue that random-walks at the knee wanders by more
-// requests the more requests are served).
+// requests the more requests are served). Where the engine counts no
+// requests, QueueBatchShare of the running batch stands in for the
+// rate's bar.
 func queueBars(w *Signals, th *Thresholds) (slope, least float64) {
 	slope, least = th.QueueSlope, th.QueueMinWaiting
-	if r := w.RequestsPerSecond; r.OK {
-		slope = max(slope, th.QueueSlopeShare*r.V)
-		least = max(least, th.QueueMinSeconds*r.V)
+	switch {
+	case w.RequestsPerSecond.OK:
+		slope = max(slope, th.QueueSlopeShare*w.RequestsPerSecond.V)
+		least = max(least, th.QueueMinSeconds*w.RequestsPerSecond.V)
+	case w.Running.OK && th.QueueMinSeconds > 0:
+		q := th.QueueBatchShare * w.Running.V
+		slope = max(slope, q*th.QueueSlopeShare/th.QueueMinSeconds)
+		least = max(least, q)
 	}
 	return slope, least
+}
+
+// barsBasis says what queueBars scaled the bars by.
+func barsBasis(w *Signals) string {
+	switch {
+	case w.RequestsPerSecond.OK:
+		return fmt.Sprintf("at %.1f requests/s served", w.RequestsPerSecond.V)
+	case w.Running.OK:
+		return fmt.Sprintf("no request rate: by the batch of %.1f", w.Running.V)
+	}
+	return "no request rate nor batch"
 }
 
 func preempting(w *Signals, th *Thresholds) bool {
@@ -69,8 +87,8 @@ func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bo
 		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %s (< %.2f)",
 			w.Waiting.V, w.WaitingSlope.V, ahead, least, w.Running.V, w.RunningCeiling.V, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 	}
-	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, at %s requests/s served); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
-		w.Waiting.V, w.WaitingSlope.V, slope, least, show(w.RequestsPerSecond, "%.1f", 1), w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 }
 
 // kv_preemption: the cache is full and the engine preempts. Once raised

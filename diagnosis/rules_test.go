@@ -17,7 +17,7 @@ func base() Signals {
 		KVUsage: v(0.1), KVPerRunning: v(0.1 / 40), PreemptionsPerSecond: v(0),
 		TTFTAttainment: v(1), DecodeAttainment: v(1), DecodeMean: v(0.02),
 		PromptTokensPerSecond: v(10000), PromptTokensPerRequest: v(1000), PrefixHitRatio: v(0.4),
-		GenerationTokensPerSecond: v(2500), FinishedPerSecond: v(10), ErrorRatio: v(0), AbortRatio: v(0),
+		GenerationTokensPerSecond: v(2500), FinishedPerSecond: v(10), RequestsPerSecond: v(10), ErrorRatio: v(0), AbortRatio: v(0),
 		GPUClockRatio: v(1), GPUThrottledShare: v(0),
 	}
 }

@@ -45,6 +45,11 @@ type Thresholds struct {
 	// also be QueueSlopeShare of it, the queue QueueMinSeconds of it.
 	QueueSlopeShare float64 `yaml:"queue_slope_share"`
 	QueueMinSeconds float64 `yaml:"queue_min_seconds"`
+	// QueueBatchShare scales them with the running batch instead where
+	// the engine counts no requests (llama.cpp): the queue must also be
+	// QueueBatchShare of the mean running batch, and grow by as much of
+	// that per second as QueueSlopeShare is of QueueMinSeconds.
+	QueueBatchShare float64 `yaml:"queue_batch_share"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".
 	CeilingShare float64 `yaml:"ceiling_share"`
@@ -134,6 +139,12 @@ func DefaultThresholds() Thresholds {
 		// scrapes: queue_growth raised at its knee with the fixed bars).
 		QueueSlopeShare: 0.0125,
 		QueueMinSeconds: 0.3125,
+		// Without a request rate (llama.cpp) the batch stands in for
+		// it: at the short-chat knee 105 req/s keep about 115 running
+		// and the rate's bar, 33 waiting, is about a quarter of them
+		// (short-chat shape, tuning seeds 1, 4 and 10: queue_growth
+		// raised at the knee on 16 to 19 waiting with the fixed bars).
+		QueueBatchShare: 0.25,
 		// Schedulers leave a few slots free while a prefill chunk fills
 		// the step budget, so "at the ceiling" is 90 % of it.
 		CeilingShare: 0.9,

@@ -84,19 +84,24 @@ func TestSilenceByHand(t *testing.T) {
 }
 
 // The queue's bars by hand: the fixed ones at the chat's knee and
-// without a request rate, scaled at 100 requests a second.
+// without a request rate or batch, scaled at 100 requests a second, and
+// without a request rate by the batch: a quarter of 116 running is 29
+// waiting, grown by 0.04 of that (1.16/s); a quarter of 8 slots is under
+// the fixed bars. A request rate, where there is one, decides.
 func TestQueueBarsByHand(t *testing.T) {
 	th := DefaultThresholds()
 	for _, tc := range []struct {
-		rate        Value
-		slope, wait float64
+		rate, running Value
+		slope, wait   float64
 	}{
-		{Value{}, 0.2, 5},
-		{some(16), 0.2, 5},
-		{some(8), 0.2, 5},
-		{some(100), 1.25, 31.25},
+		{Value{}, Value{}, 0.2, 5},
+		{some(16), some(128), 0.2, 5},
+		{some(8), Value{}, 0.2, 5},
+		{some(100), some(10), 1.25, 31.25},
+		{Value{}, some(116), 1.16, 29},
+		{Value{}, some(8), 0.2, 5},
 	} {
-		s, w := queueBars(&Signals{RequestsPerSecond: tc.rate}, &th)
+		s, w := queueBars(&Signals{RequestsPerSecond: tc.rate, Running: tc.running}, &th)
 		if math.Abs(s-tc.slope) > 1e-12 || math.Abs(w-tc.wait) > 1e-12 {
 			t.Errorf("rate %+v: bars %.4f/s from %.4f, want %.4f/s from %.4f", tc.rate, s, w, tc.slope, tc.wait)
 		}

@@ -79,8 +79,9 @@ func TestTimePerTokenFromLlamaCPPCaptures(t *testing.T) {
 
 // queue_growth's evidence on an engine without a KV gauge or a request
 // count (llama.cpp b11669, overloaded: 4 running, 243 deferred, as in the
-// overload capture) says "n/a" for both, never a 0 the engine did not
-// report, whether the mode is being raised or held.
+// overload capture) says "n/a" for the cache and that its bars are the
+// batch's, never a 0 the engine did not report, whether the mode is
+// being raised or held.
 func TestQueueEvidenceWithoutKVGauge(t *testing.T) {
 	w := Signals{Waiting: some(243), WaitingSlope: some(2), Running: some(4), RunningCeiling: some(4), Span: time.Minute}
 	th := DefaultThresholds()
@@ -89,8 +90,8 @@ func TestQueueEvidenceWithoutKVGauge(t *testing.T) {
 		if !ok || !strings.Contains(why, "KV usage n/a") || strings.Contains(why, "KV usage 0") {
 			t.Errorf("held %v: %v %q, want raised with KV usage n/a", held, ok, why)
 		}
-		if !held && !strings.Contains(why, "at n/a requests/s served") {
-			t.Errorf("raising: %q, want the request rate n/a", why)
+		if !held && !strings.Contains(why, "no request rate: by the batch of 4.0") {
+			t.Errorf("raising: %q, want the bars by the batch", why)
 		}
 	}
 }
