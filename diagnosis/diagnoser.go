@@ -36,7 +36,13 @@ type Verdict struct {
 	Ready    bool
 	Window   Signals
 	Baseline Signals
-	Modes    [NumModes]ModeState
+	// QueueSlopeBar and QueueWaitingBar are the bars queue_growth judged
+	// the window's queue against: the growth in requests per second and
+	// the mean queue from which it counts as growing (the fixed
+	// thresholds, or scaled by the requests served or the running
+	// batch). Absent without a waiting gauge.
+	QueueSlopeBar, QueueWaitingBar Value
+	Modes                          [NumModes]ModeState
 }
 
 // Raised lists the raised modes.
@@ -239,6 +245,10 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 	v := Verdict{At: now}
 	v.Window = compute(win, ceiling, d.obj)
 	v.Baseline = compute(base, ceiling, d.obj)
+	if v.Window.Waiting.OK {
+		slope, least := queueBars(&v.Window, &d.set.Thresholds)
+		v.QueueSlopeBar, v.QueueWaitingBar = some(slope), some(least)
+	}
 	// The window is judged once history covers it: a sample at least one
 	// window old exists.
 	v.Ready = len(base) > 0 && v.Window.Cycles >= 2

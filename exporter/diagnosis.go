@@ -51,6 +51,10 @@ func SignalInputs() map[string][][]string {
 var diagSignals = []diagSignal{
 	{"llm_signal_waiting_slope", "Growth of the waiting queue over the diagnosis window, in requests per second (least squares).",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.WaitingSlope }, [][]string{{nWaiting}}},
+	{"llm_signal_waiting_slope_threshold", "Growth of the waiting queue, in requests per second, from which queue_growth counts the queue as growing in the diagnosis window: queue_slope, or more where the engine serves many requests a second (queue_slope_share of them) or, counting no requests, runs a large batch (queue_batch_share of it).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.QueueSlopeBar }, [][]string{{nWaiting}}},
+	{"llm_signal_waiting_threshold", "Mean waiting queue from which queue_growth counts a growing queue in the diagnosis window: queue_min_waiting, or more where the engine serves many requests a second (queue_min_seconds of them) or, counting no requests, runs a large batch (queue_batch_share of it).",
+		func(v *diagnosis.Verdict) diagnosis.Value { return v.QueueWaitingBar }, [][]string{{nWaiting}}},
 	{"llm_signal_running_ceiling", "Largest running batch seen over the diagnosis baseline and window: the batch ceiling as far as it can be observed.",
 		func(v *diagnosis.Verdict) diagnosis.Value { return v.Window.RunningCeiling }, [][]string{{nRunning}}},
 	{"llm_signal_kv_cache_per_running_request", "KV-cache usage over the running batch, median over the diagnosis window's scrapes: the share of the cache one running request holds.",

@@ -221,7 +221,9 @@ func (c Config) modeEvidence(mode string) []evidence {
 	kv := evidence{"KV cache", "max(" + c.onTarget("llm_kv_cache_usage_ratio") + ")", "%"}
 	switch mode {
 	case "queue_growth":
-		return []evidence{{"waiting queue growing by", sig("llm_signal_waiting_slope"), "req/s"}, waiting, running, ceiling, kv}
+		return []evidence{{"waiting queue growing by", sig("llm_signal_waiting_slope"), "req/s"},
+			{"against a bar of", sig("llm_signal_waiting_slope_threshold"), "req/s"}, waiting,
+			{"against a bar of", sig("llm_signal_waiting_threshold"), ""}, running, ceiling, kv}
 	case "kv_preemption":
 		return []evidence{kv, {"preemptions", rate("llm_preemptions_total"), "req/s"}, running,
 			{"KV cache per running request", sig("llm_signal_kv_cache_per_running_request"), "%"}}

@@ -320,10 +320,15 @@ func (c Config) failureModes() Dashboard {
 		Exprs: []Target{{c.byTarget("max", "llm_kv_cache_usage_ratio{"+M+"}"), legendTarget}}}
 	preempt := Panel{Title: "Preemptions per second", Unit: "short", Threshold: at(th.PreemptionRate),
 		Exprs: []Target{{rate("llm_preemptions_total"), legendTarget}}}
-	slope := Panel{Title: "Waiting queue growth", Unit: "reqps", Threshold: at(th.QueueSlope),
-		Exprs: []Target{{c.inSelected(sig("waiting_slope")), legendTarget}}}
-	waiting := Panel{Title: "Waiting requests", Unit: "short", Threshold: at(th.QueueMinWaiting),
-		Exprs: []Target{{sum("llm_requests_waiting"), legendTarget}}}
+	// The queue's bars scale with the requests served (or the batch):
+	// the classifier's own bar is drawn beside the signal, not a fixed
+	// dashed line.
+	slope := Panel{Title: "Waiting queue growth", Unit: "reqps",
+		Exprs: []Target{{c.inSelected(sig("waiting_slope")), legendTarget},
+			{c.inSelected(sig("waiting_slope_threshold")), legendTarget + " bar"}}}
+	waiting := Panel{Title: "Waiting requests", Unit: "short",
+		Exprs: []Target{{sum("llm_requests_waiting"), legendTarget},
+			{c.inSelected(sig("waiting_threshold")), legendTarget + " bar"}}}
 	ceiling := Panel{Title: "Running batch over its observed ceiling", Unit: "percentunit", Threshold: at(th.CeilingShare),
 		Exprs: []Target{{over(sum("llm_requests_running"), sig("running_ceiling")), legendTarget}}}
 	prompt := Panel{Title: "Prompt tokens per request over the baseline", Unit: "short", Threshold: at(th.PromptJump),
@@ -340,10 +345,11 @@ func (c Config) failureModes() Dashboard {
 		return fmt.Sprintf(s+" (the classifier's default threshold is the dashed line).", a...)
 	}
 	with := func(p Panel, d string, a ...any) Panel { p.Description = desc(d, a...); return p }
+	bars := func(p Panel, d string, a ...any) Panel { p.Description = fmt.Sprintf(d+".", a...); return p }
 	signals := map[string][]Panel{
 		"queue_growth": {
-			with(slope, "llm_signal_waiting_slope: the least-squares growth of the waiting queue over the window; the mode needs at least %g requests/s", th.QueueSlope),
-			with(waiting, "with at least %g requests waiting on average", th.QueueMinWaiting),
+			bars(slope, "llm_signal_waiting_slope: the least-squares growth of the waiting queue over the window; the mode needs at least llm_signal_waiting_slope_threshold, the bar line (%g requests/s, or more for an engine serving many requests a second or running a large batch)", th.QueueSlope),
+			bars(waiting, "with at least llm_signal_waiting_threshold requests waiting on average, the bar line (%g, or more as above)", th.QueueMinWaiting),
 			with(ceiling, "the running batch over llm_signal_running_ceiling, the largest batch seen over the baseline and window; the mode needs it at %g or more", th.CeilingShare),
 			with(kv, "and the KV cache under %g: a full cache makes it a KV mode", th.KVHigh)},
 		"kv_preemption": {
@@ -356,7 +362,7 @@ func (c Config) failureModes() Dashboard {
 			{Title: "Mean inter-token latency over the baseline", Unit: "short", Threshold: at(th.DecodeJump),
 				Description: desc("Mean inter-token latency over the last "+signalRange+" over llm_signal_inter_token_latency_mean_seconds_baseline; the mode needs %g× or more", th.DecodeJump),
 				Exprs:       []Target{{c.inSelected(over(itlMean, sig("inter_token_latency_mean_seconds_baseline"))), legendTarget}}},
-			with(slope, "while the queue does not grow (under %g requests/s, or fewer than %g waiting)", th.QueueSlope, th.QueueMinWaiting)},
+			bars(slope, "while the queue does not grow (under llm_signal_waiting_slope_threshold, the bar line, or fewer than llm_signal_waiting_threshold waiting)")},
 		"kv_monopoly": {
 			with(kv, "The mode needs the KV cache at %g or more", th.KVHigh),
 			with(ceiling, "with at most %g of the observed batch ceiling running (llm_signal_running_ceiling) …", th.MonopolyRunningShare),

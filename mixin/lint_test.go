@@ -512,7 +512,7 @@ func TestFailureModeRows(t *testing.T) {
 			}
 		}
 	}
-	if n != 12 {
-		t.Errorf("%d llm_signal_* series produced, want the daemon's 12", n)
+	if n != 14 {
+		t.Errorf("%d llm_signal_* series produced, want the daemon's 14", n)
 	}
 }
