@@ -54,6 +54,7 @@ type DiagnosisThresholds struct {
 	QueueSlopeShare      *float64  `yaml:"queue_slope_share"`
 	QueueMinSeconds      *Duration `yaml:"queue_min_seconds"`
 	QueueBatchShare      *float64  `yaml:"queue_batch_share"`
+	SaturationJump       *float64  `yaml:"saturation_jump"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -114,6 +115,7 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("queue_slope_share", ratio, t.QueueSlopeShare, &out.QueueSlopeShare),
 		d("queue_min_seconds", t.QueueMinSeconds, &out.QueueMinSeconds),
 		f("queue_batch_share", ratio, t.QueueBatchShare, &out.QueueBatchShare),
+		f("saturation_jump", factor, t.SaturationJump, &out.SaturationJump),
 	}
 }
 

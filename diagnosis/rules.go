@@ -181,13 +181,13 @@ func decodeSaturation(w, b *Signals, baseReady, held bool, th *Thresholds, o *Ob
 	// longer spans; so a breach counts only with steps slower than the
 	// baseline's (where the baseline has steps to compare with).
 	// Raised, the breach alone holds it.
-	slower := !baseReady || !b.DecodeMean.OK || b.DecodeMean.V <= 0 || w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeJump*b.DecodeMean.V
+	slower := !baseReady || !b.DecodeMean.OK || b.DecodeMean.V <= 0 || w.DecodeMean.OK && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
 	breached := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
 	breach := breached && slower
 	if w.DecodePerToken {
 		// The mean is a proxy of the per-request tail: with it alone
 		// the comparison with the baseline is required.
-		usual := baseReady && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.V >= th.DecodeJump*b.DecodeMean.V
+		usual := baseReady && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
 		breached = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency && usual
 		breach = breached
 	}
@@ -199,7 +199,7 @@ func decodeSaturation(w, b *Signals, baseReady, held bool, th *Thresholds, o *Ob
 		hold = fmt.Sprintf(" (held while the decode objective is breached, or mean ITL stays >= %.1fx the baseline's %.1f ms, without preemption)", th.DecodeHoldJump, 1000*b.DecodeMean.V)
 	}
 	return ok, fmt.Sprintf("decode attainment %s at %.0f ms (< %.3f) with mean ITL %.1f ms >= %.1fx the baseline's %.1f ms (where only per-token data, that mean >= %.0f%% of %.0f ms instead), TTFT attainment %.3f at %.0f ms (>= %.2f); %.1f waiting for %.1f running (ceiling %.0f)%s",
-		show(w.DecodeAttainment, "%.3f", 1), 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, th.DecodeJump, 1000*b.DecodeMean.V, 100*th.DecodeMeanShare, 1000*o.DecodeLatency, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V, hold)
+		show(w.DecodeAttainment, "%.3f", 1), 1000*o.DecodeLatency, o.DecodeTarget, 1000*w.DecodeMean.V, th.SaturationJump, 1000*b.DecodeMean.V, 100*th.DecodeMeanShare, 1000*o.DecodeLatency, w.TTFTAttainment.V, 1000*o.TTFTLatency, th.TTFTHold, w.Waiting.V, w.Running.V, w.RunningCeiling.V, hold)
 }
 
 // gpu_throttling: a thermal or hardware slowdown, or a low clock while

@@ -64,12 +64,12 @@ func TestRules(t *testing.T) {
 		{PrefixCacheCollapse, "hits to zero", func(w *Signals) { w.PrefixHitRatio = v(0) }, true},
 		{PrefixCacheCollapse, "hits halved", func(w *Signals) { w.PrefixHitRatio = v(0.2) }, false},
 		{PrefixCacheCollapse, "hits down because prompts are 4x longer", func(w *Signals) { w.PrefixHitRatio, w.PromptTokensPerRequest = v(0.1), v(4000) }, false},
-		// Steps 1.25x the baseline's 20 ms (the bar is 1.2x).
-		{DecodeSaturation, "TPOT breached, TTFT holds, no queue", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.5), v(0.025) }, true},
-		{DecodeSaturation, "TPOT at 0.95 is met", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.95), v(0.025) }, false},
-		{DecodeSaturation, "TPOT breached with steps as usual: a slow model at its knee", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.944), v(0.0239) }, false},
-		{DecodeSaturation, "TTFT broken too: a queue", func(w *Signals) { w.DecodeAttainment, w.TTFTAttainment, w.DecodeMean = v(0.5), v(0.5), v(0.025) }, false},
-		{DecodeSaturation, "a queue of 10% of the batch", func(w *Signals) { w.DecodeAttainment, w.Waiting, w.DecodeMean = v(0.5), v(4), v(0.025) }, false},
+		// Steps 1.6x the baseline's 20 ms (the bar is 1.5x).
+		{DecodeSaturation, "TPOT breached, TTFT holds, no queue", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.5), v(0.032) }, true},
+		{DecodeSaturation, "TPOT at 0.95 is met", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.95), v(0.032) }, false},
+		{DecodeSaturation, "TPOT breached with steps as usual: a slow model at its knee", func(w *Signals) { w.DecodeAttainment, w.DecodeMean = v(0.944), v(0.0299) }, false},
+		{DecodeSaturation, "TTFT broken too: a queue", func(w *Signals) { w.DecodeAttainment, w.TTFTAttainment, w.DecodeMean = v(0.5), v(0.5), v(0.032) }, false},
+		{DecodeSaturation, "a queue of 10% of the batch", func(w *Signals) { w.DecodeAttainment, w.Waiting, w.DecodeMean = v(0.5), v(4), v(0.032) }, false},
 		{DecodeSaturation, "per-token data: mean ITL 41ms of 50ms", func(w *Signals) {
 			w.DecodeAttainment, w.DecodePerToken, w.DecodeMean = Value{}, true, v(0.041)
 		}, true},

@@ -127,6 +127,8 @@ func TestDecodeSaturationPerTokenByHand(t *testing.T) {
 	}{
 		{"a slow model at its knee: 42 ms, as usual", win(0.042), base(0.040), false, false},
 		{"the batch grew: 42 ms against 13", win(0.042), base(0.013), false, true},
+		{"a slower model's batch wandering at its knee: 42 ms against 30 (1.4x)", win(0.042), base(0.030), false, false},
+		{"42 ms against 28 (1.5x)", win(0.042), base(0.028), false, true},
 		{"under the bar", win(0.039), base(0.013), false, false},
 		{"raised, dipped under the bar, still 3x the baseline", win(0.039), base(0.013), true, true},
 		{"raised, back to the usual steps", win(0.014), base(0.013), true, false},
