@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -136,6 +137,40 @@ func TestDecodeSaturationPerTokenByHand(t *testing.T) {
 		got, why := decodeSaturation(tc.w, tc.b, true, tc.held, &th, &o)
 		if got != tc.want {
 			t.Errorf("%s: %v, want %v (%s)", tc.name, got, tc.want, why)
+		}
+	}
+}
+
+// The verdict carries the bars the window's queue was judged against,
+// worked by hand: 10 requests every 5 s are 2 a second, under the chat's
+// knee, so the fixed bars; 116 running without a request count (TTFT
+// histogram and finished counts gone, as on llama.cpp) make a quarter of
+// 116, 29 waiting, growing by 0.04 of that, 1.16 a second.
+func TestVerdictQueueBarsByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		noCount           bool
+		running           float64
+		slopeBar, waitBar float64
+	}{
+		{"requests counted", false, 40, 0.2, 5},
+		{"no request count", true, 116, 1.16, 29},
+	} {
+		d, e := New(settings()), newEngine()
+		var v Verdict
+		for i := range 30 {
+			e.healthy()
+			e.running = tc.running
+			at := t0.Add(time.Duration(i) * 5 * time.Second)
+			s := e.snap(at)
+			if tc.noCount {
+				s.Models[0].Hists[snapshot.TTFT] = nil
+				s.Models[0].Finished = nil
+			}
+			v = d.Observe(at, s, nil, false)
+		}
+		if !v.QueueSlopeBar.OK || !v.QueueWaitingBar.OK || math.Abs(v.QueueSlopeBar.V-tc.slopeBar) > 1e-9 || math.Abs(v.QueueWaitingBar.V-tc.waitBar) > 1e-9 {
+			t.Errorf("%s: bars %+v/s from %+v, want %g/s from %g (requests/s %+v)", tc.name, v.QueueSlopeBar, v.QueueWaitingBar, tc.slopeBar, tc.waitBar, v.Window.RequestsPerSecond)
 		}
 	}
 }
