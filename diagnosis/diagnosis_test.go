@@ -357,6 +357,43 @@ func TestTargetDownIsStall(t *testing.T) {
 	}
 }
 
+// When it is raised, worked by hand: scrapes every 5 s of a 1-minute
+// window, which holds 12 of them; the target dies at cycle 30. At cycle
+// 35 (30 s since the last answer, at 29; 6 of the window's 12 scrapes
+// failed) the rule first matches; enter 2 raises it at cycle 36. A run of failed scrapes between
+// answers with tokens flowing (7 of 12 in a minute, at most 5 in a row:
+// a pattern one scrape in 10 missed at random produced on a tuning seed)
+// never raises it.
+func TestTargetDownTiming(t *testing.T) {
+	d, e := New(settings()), newEngine()
+	run(d, e, 0, 30, func(int) { e.healthy() })
+	raisedAt := -1
+	for k := 30; k < 50 && raisedAt < 0; k++ {
+		if v := d.Observe(t0.Add(time.Duration(k)*5*time.Second), nil, nil, false); v.Modes[EngineStall].Raised {
+			raisedAt = k
+		}
+	}
+	if raisedAt != 36 {
+		t.Errorf("dead from cycle 30: engine_stall raised at cycle %d, want 36", raisedAt)
+	}
+
+	d, e = New(settings()), newEngine()
+	run(d, e, 0, 30, func(int) { e.healthy() })
+	pattern := ".x.x..........xxxxx...xx............"
+	for i, c := range pattern {
+		k := 30 + i
+		e.healthy()
+		at := t0.Add(time.Duration(k) * 5 * time.Second)
+		snap := e.snap(at)
+		if c == 'x' {
+			snap = nil
+		}
+		if v := d.Observe(at, snap, nil, false); len(v.Raised()) > 0 {
+			t.Fatalf("missed scrapes %s, at %d: %v raised (%s)", pattern, i, v.Raised(), v.Modes[EngineStall].Evidence)
+		}
+	}
+}
+
 func TestQuantileByHand(t *testing.T) {
 	// 100 observations: 50 in (0, 0.1], 40 in (0.1, 0.5], 10 in (0.5, 1].
 	h := &histDelta{bounds: []float64{0.1, 0.5, 1}, cumulative: []float64{50, 90, 100}, count: 100}

@@ -12,7 +12,7 @@ func v(x float64) Value { return Value{V: x, OK: true} }
 // 20 ms per token, every objective met.
 func base() Signals {
 	return Signals{
-		Span: time.Minute, Cycles: 12, UpShare: v(1),
+		Span: time.Minute, Cycles: 12, UpShare: v(1), DownFor: v(0),
 		Running: v(40), RunningCeiling: v(128), Waiting: v(0), WaitingSlope: v(0),
 		KVUsage: v(0.1), KVPerRunning: v(0.1 / 40), PreemptionsPerSecond: v(0),
 		TTFTAttainment: v(1), DecodeAttainment: v(1), DecodeMean: v(0.02),
@@ -86,7 +86,9 @@ func TestRules(t *testing.T) {
 		{EngineStall, "4% errors", func(w *Signals) { w.ErrorRatio = v(0.04) }, false},
 		{EngineStall, "50% errors of 6", func(w *Signals) { w.ErrorRatio, w.FinishedPerSecond = v(0.5), v(0.1) }, false},
 		{EngineStall, "aborts are not errors", func(w *Signals) { w.AbortRatio = v(0.5) }, false},
-		{EngineStall, "down half the window", func(w *Signals) { w.UpShare = v(0.5) }, true},
+		{EngineStall, "down half the window, none answered for 30 s", func(w *Signals) { w.UpShare, w.DownFor = v(0.5), v(30) }, true},
+		{EngineStall, "down half the window, answering between failures", func(w *Signals) { w.UpShare, w.DownFor = v(0.42), v(5) }, false},
+		{EngineStall, "none answered for 30 s, up in 60 % of the window", func(w *Signals) { w.UpShare, w.DownFor = v(0.6), v(30) }, false},
 	} {
 		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
 			w, b := base(), base()

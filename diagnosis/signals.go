@@ -16,8 +16,10 @@ type Signals struct {
 	// Span is the history covered; Cycles the samples in it.
 	Span   time.Duration
 	Cycles int
-	// UpShare is the share of scrapes that succeeded.
-	UpShare Value
+	// UpShare is the share of scrapes that succeeded; DownFor how long,
+	// in seconds up to the latest scrape, none has (0 when the latest
+	// succeeded; the whole span when none did).
+	UpShare, DownFor Value
 	// Waiting and Running are means; WaitingSlope the least-squares
 	// growth of the queue in requests per second; RunningCeiling the
 	// largest running batch seen in the baseline and the window, the
@@ -220,6 +222,13 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	sig.Silent = silence(ss)
 	sig.Span = time.Duration(span * float64(time.Second))
 	sig.UpShare = some(up / n)
+	sig.DownFor = some(ss[len(ss)-1].t.Sub(t0).Seconds())
+	for i := len(ss) - 1; i >= 0; i-- {
+		if ss[i].up {
+			sig.DownFor = some(ss[len(ss)-1].t.Sub(ss[i].t).Seconds())
+			break
+		}
+	}
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
 	if len(perRunning) > 0 {
 		slices.Sort(perRunning)

@@ -404,7 +404,7 @@ func (c Config) failureModes() Dashboard {
 			throttled},
 		"engine_stall": {
 			{Title: "Engine up", Unit: "short", Threshold: at(1 - th.DownShare),
-				Description: desc("llm_up: the mode is raised when %g of the window's scrapes fail …", th.DownShare),
+				Description: desc("llm_up: the mode is raised when %g of the window's scrapes fail and none has answered for %g s …", th.DownShare, th.StallSilence),
 				Exprs:       []Target{{c.inSelected("llm_up{" + T + "}"), legendTarget}}},
 			{Title: "Generation tokens per second", Unit: "short",
 				Description: "… or when no token comes out while requests are in flight; llm_signal_generation_tokens_per_second_baseline is the baseline's rate.",
