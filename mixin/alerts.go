@@ -239,7 +239,8 @@ func (c Config) modeEvidence(mode string) []evidence {
 		return []evidence{{"prefix-cache hit ratio", rate("llm_prefix_cache_hits_total") + " / " + rate("llm_prefix_cache_queries_total"), "%"},
 			{"against a baseline of", sig("llm_signal_prefix_cache_hit_ratio_baseline"), "%"}}
 	case "decode_saturation":
-		return []evidence{{"share of requests within the decode objective", sig("llm_signal_decode_attainment_ratio"), "%"}, running, ceiling, waiting}
+		return []evidence{{"share of requests within the decode objective", sig("llm_signal_decode_attainment_ratio"), "%"},
+			{"inter-token latency baseline", sig("llm_signal_inter_token_latency_mean_seconds_baseline"), "s"}, running, ceiling, waiting}
 	case "gpu_throttling":
 		return []evidence{{"share of GPU readings throttled", sig("llm_signal_gpu_throttled_ratio"), "%"},
 			{"SM clock against its baseline", sig("llm_signal_gpu_sm_clock_ratio_baseline"), "%"}}
