@@ -40,17 +40,20 @@ func growing(w *Signals, th *Thresholds) bool {
 // request rate (a queue that random-walks at the knee wanders by more
 // requests the more requests are served). Where the engine counts no
 // requests, QueueBatchShare of the running batch stands in for the
-// rate's bar.
+// rate's bar on the mean queue; the slope's bar stays QueueSlope, since
+// a batch says nothing of how fast it turns over (a full batch of long
+// chats and one of short exchanges look alike): scaled by it, the chat
+// at 1.25 times its knee, its queue growing by 1 a second, went
+// unnamed for over two minutes in the llama.cpp format (tuning seeds 2
+// and 3).
 func queueBars(w *Signals, th *Thresholds) (slope, least float64) {
 	slope, least = th.QueueSlope, th.QueueMinWaiting
 	switch {
 	case w.RequestsPerSecond.OK:
 		slope = max(slope, th.QueueSlopeShare*w.RequestsPerSecond.V)
 		least = max(least, th.QueueMinSeconds*w.RequestsPerSecond.V)
-	case w.Running.OK && th.QueueMinSeconds > 0:
-		q := th.QueueBatchShare * w.Running.V
-		slope = max(slope, q*th.QueueSlopeShare/th.QueueMinSeconds)
-		least = max(least, q)
+	case w.Running.OK:
+		least = max(least, th.QueueBatchShare*w.Running.V)
 	}
 	return slope, least
 }
@@ -179,16 +182,15 @@ func decodeSaturation(w, b *Signals, baseReady, held bool, th *Thresholds, o *Ob
 	// knee) sits near the objective too, and a minute's tail dips under
 	// its target now and then while its requests meet the objective over
 	// longer spans; so a breach counts only with steps slower than the
-	// baseline's (where the baseline has steps to compare with).
-	// Raised, the breach alone holds it.
-	slower := !baseReady || !b.DecodeMean.OK || b.DecodeMean.V <= 0 || w.DecodeMean.OK && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
+	// baseline's, and not before there is a baseline to compare with (a
+	// daemon just started on a slow model at its knee raised it in its
+	// first minute). Raised, the breach alone holds it.
+	slower := baseReady && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.OK && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
 	breached := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
 	breach := breached && slower
 	if w.DecodePerToken {
-		// The mean is a proxy of the per-request tail: with it alone
-		// the comparison with the baseline is required.
-		usual := baseReady && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
-		breached = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency && usual
+		// The mean is a proxy of the per-request tail.
+		breached = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency && slower
 		breach = breached
 	}
 	ttftOK := w.TTFTAttainment.OK && w.TTFTAttainment.V >= th.TTFTHold

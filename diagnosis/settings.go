@@ -45,10 +45,9 @@ type Thresholds struct {
 	// also be QueueSlopeShare of it, the queue QueueMinSeconds of it.
 	QueueSlopeShare float64 `yaml:"queue_slope_share"`
 	QueueMinSeconds float64 `yaml:"queue_min_seconds"`
-	// QueueBatchShare scales them with the running batch instead where
-	// the engine counts no requests (llama.cpp): the queue must also be
-	// QueueBatchShare of the mean running batch, and grow by as much of
-	// that per second as QueueSlopeShare is of QueueMinSeconds.
+	// QueueBatchShare scales the mean queue's bar with the running batch
+	// instead where the engine counts no requests (llama.cpp): the queue
+	// must also be QueueBatchShare of the mean running batch.
 	QueueBatchShare float64 `yaml:"queue_batch_share"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".

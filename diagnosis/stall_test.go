@@ -86,9 +86,9 @@ func TestSilenceByHand(t *testing.T) {
 
 // The queue's bars by hand: the fixed ones at the chat's knee and
 // without a request rate or batch, scaled at 100 requests a second, and
-// without a request rate by the batch: a quarter of 116 running is 29
-// waiting, grown by 0.04 of that (1.16/s); a quarter of 8 slots is under
-// the fixed bars. A request rate, where there is one, decides.
+// without a request rate the mean queue's by the batch: a quarter of 116
+// running is 29 waiting (the slope's stays 0.2/s); a quarter of 8 slots
+// is under the fixed bar. A request rate, where there is one, decides.
 func TestQueueBarsByHand(t *testing.T) {
 	th := DefaultThresholds()
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestQueueBarsByHand(t *testing.T) {
 		{some(16), some(128), 0.2, 5},
 		{some(8), Value{}, 0.2, 5},
 		{some(100), some(10), 1.25, 31.25},
-		{Value{}, some(116), 1.16, 29},
+		{Value{}, some(116), 0.2, 29},
 		{Value{}, some(8), 0.2, 5},
 	} {
 		s, w := queueBars(&Signals{RequestsPerSecond: tc.rate, Running: tc.running}, &th)
@@ -145,7 +145,7 @@ func TestDecodeSaturationPerTokenByHand(t *testing.T) {
 // worked by hand: 10 requests every 5 s are 2 a second, under the chat's
 // knee, so the fixed bars; 116 running without a request count (TTFT
 // histogram and finished counts gone, as on llama.cpp) make a quarter of
-// 116, 29 waiting, growing by 0.04 of that, 1.16 a second.
+// 116, 29 waiting, still growing by 0.2 a second.
 func TestVerdictQueueBarsByHand(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
@@ -154,7 +154,7 @@ func TestVerdictQueueBarsByHand(t *testing.T) {
 		slopeBar, waitBar float64
 	}{
 		{"requests counted", false, 40, 0.2, 5},
-		{"no request count", true, 116, 1.16, 29},
+		{"no request count", true, 116, 0.2, 29},
 	} {
 		d, e := New(settings()), newEngine()
 		var v Verdict
@@ -172,5 +172,21 @@ func TestVerdictQueueBarsByHand(t *testing.T) {
 		if !v.QueueSlopeBar.OK || !v.QueueWaitingBar.OK || math.Abs(v.QueueSlopeBar.V-tc.slopeBar) > 1e-9 || math.Abs(v.QueueWaitingBar.V-tc.waitBar) > 1e-9 {
 			t.Errorf("%s: bars %+v/s from %+v, want %g/s from %g (requests/s %+v)", tc.name, v.QueueSlopeBar, v.QueueWaitingBar, tc.slopeBar, tc.waitBar, v.Window.RequestsPerSecond)
 		}
+	}
+}
+
+// Without a baseline (a daemon just started) a breached decode objective
+// does not raise decode_saturation: whether the steps are slower than the
+// usual ones cannot be told. With one, steps 3x the baseline's do.
+func TestDecodeSaturationNeedsABaseline(t *testing.T) {
+	th := DefaultThresholds()
+	o := Objectives{DecodeLatency: 0.05, DecodeTarget: 0.95, TTFTLatency: 0.5, TTFTTarget: 0.99}
+	w := &Signals{DecodeAttainment: some(0.9), DecodeMean: some(0.042), TTFTAttainment: some(1),
+		Waiting: some(0), Running: some(100), WaitingSlope: some(0), PreemptionsPerSecond: some(0)}
+	if ok, why := decodeSaturation(w, &Signals{}, false, false, &th, &o); ok {
+		t.Errorf("no baseline: raised (%s)", why)
+	}
+	if ok, why := decodeSaturation(w, &Signals{DecodeMean: some(0.014)}, true, false, &th, &o); !ok {
+		t.Errorf("steps 3x the baseline's: not raised (%s)", why)
 	}
 }
