@@ -280,14 +280,11 @@ func TestFailModeRates(t *testing.T) {
 	// evaluation measured otherwise: at most this many runs of a case
 	// (shape, load, cadence) raised a mode. docs/accuracy.md and
 	// docs/failure-modes.md state these; the test fails if any gets worse.
-	// Of 170 runs a case (50 seeds in 3 formats, 5 in 4 more): the
-	// short chat at its knee in the llama.cpp format alone (queue_growth),
-	// the slower model at its knee (decode_saturation in the vLLM and
-	// SGLang formats, queue_growth on two seeds in all three).
-	allowed := map[string]int{
-		"short-chat 1x 1s": 7, "short-chat 1x 5s": 8,
-		"slow-model 1x 1s": 25, "slow-model 1x 5s": 15,
-	}
+	// Of 170 runs a case (50 seeds in 3 formats, 5 in 4 more): the short
+	// chat at its knee with 1 s scrapes, queue_growth on one seed (2027)
+	// in all three formats, 10 s before the run's end: the knee, the
+	// smallest over the tuning seeds, lies past that seed's.
+	allowed := map[string]int{"short-chat 1x 1s": 3}
 	hseeds := map[sim.Format]map[uint64]bool{}
 	raised := map[string]int{}
 	for _, h := range rec.Healthy {
