@@ -1,7 +1,6 @@
 package mixin
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,21 +15,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/goodput-exporter/goodput-exporter/collector/gpu"
+	"github.com/goodput-exporter/goodput-exporter/internal/docscheck"
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
 )
-
-// goldenOutputs are the daemon's pinned expositions: whatever a rule or
-// panel reads must appear in one of them, or be declared below.
-// testdata/demo-failure-modes.prom is the failure-mode families of the
-// daemon's /metrics under `goodput-exporter demo` (its header says how it
-// was taken): the classifier's llm_signal_* gauges appear only once a
-// window has been judged, which no other golden output reaches.
-var goldenOutputs = []string{
-	"../cmd/exporter/testdata/e2e-output.prom",
-	"../exporter/testdata/window/golden.prom",
-	"../collector/testdata/golden/*/*.prom",
-	"testdata/demo-failure-modes.prom",
-}
 
 // fromPrometheus are series Prometheus itself produces.
 var fromPrometheus = []string{"up", "ALERTS"}
@@ -54,30 +41,12 @@ var fromExporterSource = []string{
 // rules produce.
 func produced(t *testing.T) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, g := range goldenOutputs {
-		paths, _ := filepath.Glob(g)
-		if len(paths) == 0 {
-			t.Fatalf("no golden output %s", g)
-		}
-		for _, p := range paths {
-			f, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(f)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				line := sc.Text()
-				if line == "" || line[0] == '#' {
-					continue
-				}
-				name := line[:strings.IndexAny(line+" ", "{ ")]
-				out[name] = p
-			}
-			f.Close()
-		}
+	// The daemon's pinned expositions (docscheck.GoldenExpositions).
+	g, err := docscheck.ReadGolden("..")
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := g.Samples
 	// The GPU backend's series, from the descriptors it declares.
 	ch := make(chan *prometheus.Desc, 64)
 	gpu.NewManager(gpu.ManagerOptions{}).Describe(ch)

@@ -5,7 +5,9 @@
 // that docs/README.md indexes every doc, that a figure measured in
 // docs/benchmarks.md is cited rather than restated, that every series
 // the daemon's source names is documented in one doc, and that the alert
-// and recording-rule tables say what the generated rules do. Only tests
+// and recording-rule tables say what the generated rules do. It also
+// lists and reads the daemon's pinned expositions (GoldenExpositions),
+// which these tests and the mixin's lint both check against. Only tests
 // import it; it imports nothing of the project.
 package docscheck
 

@@ -1,7 +1,6 @@
 package docscheck
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,33 +84,11 @@ func sourceSeries(t *testing.T) map[string]string {
 // expositions.
 func goldenTypes(t *testing.T) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, g := range []string{
-		"cmd/exporter/testdata/e2e-output.prom",
-		"exporter/testdata/window/golden.prom",
-		"collector/testdata/golden/*/*.prom",
-		"mixin/testdata/demo-failure-modes.prom",
-	} {
-		paths, _ := filepath.Glob(filepath.Join(root, g))
-		if len(paths) == 0 {
-			t.Fatalf("no golden exposition %s", g)
-		}
-		for _, p := range paths {
-			f, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(f)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-					out[f[2]] = f[3]
-				}
-			}
-			f.Close()
-		}
+	g, err := ReadGolden(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return g.Types
 }
 
 // seriesNames returns the series a table cell names: its code spans less
