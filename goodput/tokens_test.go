@@ -13,6 +13,15 @@ import (
 // vLLM's request_tokens bucket family for max_model_len 1000 (1-2-5).
 func tokenBounds() []float64 { return []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000} }
 
+// ttftLengthModel is model "m" with finished requests ended by "stop", a
+// TTFT histogram of ttft and an output-length histogram of lens.
+func ttftLengthModel(ttft []float64, finished float64, lens ...float64) snapshot.Model {
+	m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
+	m.Hists[snapshot.TTFT] = histOf(ttftBounds(), ttft...)
+	m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), lens...)
+	return m
+}
+
 // Ten requests: 8, 9, 10 tokens in (5,10]; 30, 35, 40, 50 in (20,50];
 // 150, 200 in (100,200]; 400 in (200,500]. Sum 27 + 155 + 350 + 400 = 932.
 func tenRequests() *snapshot.Histogram {

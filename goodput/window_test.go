@@ -104,12 +104,7 @@ func TestWindowTokenBoundsByHand(t *testing.T) {
 // 110 − Low(1) = 104) = 100. The truth, 10, is inside.
 func TestWindowTokenBoundsHoldWhereIntervalSumsFail(t *testing.T) {
 	slos := []SLO{{Name: "chat", Objectives: []Objective{{Kind: KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: KindError, Target: 0.99}}}}
-	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
-		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
-		m.Hists[snapshot.TTFT] = histOf(ttftBounds(), ttft...)
-		m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), lens...)
-		return m
-	}
+	model := ttftLengthModel
 	tr := NewTracker("t", slos)
 	t0 := time.Unix(1_700_000_000, 0)
 	var reads []WindowTotals
@@ -332,12 +327,7 @@ func TestOutputStepsAreTokenBounds(t *testing.T) {
 // = 922, below the truth 924 if the slow request was the 8-token one.
 func TestReportTokensFromWindowTotals(t *testing.T) {
 	slos := []SLO{{Name: "chat", Objectives: []Objective{{Kind: KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: KindError, Target: 0.99}}}}
-	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
-		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
-		m.Hists[snapshot.TTFT] = histOf(ttftBounds(), ttft...)
-		m.Hists[snapshot.OutputTokens] = histOf(tokenBounds(), lens...)
-		return m
-	}
+	model := ttftLengthModel
 	t0 := time.Unix(1_700_000_000, 0)
 	prev := &snapshot.Snapshot{Target: "t", Engine: snapshot.VLLM, Time: t0, Models: []snapshot.Model{model(nil, 0)}}
 	ttft := append(repeat(0.1, 10), 2, 2)
