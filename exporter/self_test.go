@@ -10,6 +10,7 @@ import (
 	"github.com/goodput-exporter/goodput-exporter/exporter/exposition"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/internal/promtool"
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 )
 
 // The per-target series, now sent through the series cache, are byte for
@@ -85,9 +86,9 @@ func TestTargetCountersMatchRegistry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = encodeFamilies(t, mfs)
+			got = testbody.Text(t, mfs)
 		})
-		if w := encodeFamilies(t, want); got != w {
+		if w := testbody.Text(t, want); got != w {
 			t.Fatalf("render %d:\n%s\nthe registry:\n%s", i, got, w)
 		}
 		if i == 1 {

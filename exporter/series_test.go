@@ -3,7 +3,6 @@ package exporter
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
@@ -33,17 +31,6 @@ func (r refCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range s {
 		ch <- m
 	}
-}
-
-func encodeFamilies(t *testing.T, mfs []*dto.MetricFamily) string {
-	t.Helper()
-	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.String()
 }
 
 // cachedText and refText are the engine, SLO and cost families as the
@@ -76,21 +63,11 @@ func cachedText(t *testing.T, e *Exporter) string {
 			}
 		}
 		out = b.String()
-		if direct := encodeFamilies(t, mfs); out != direct {
-			t.Errorf("cached text differs from expfmt's for the same families: %s", firstDiff(out, direct))
+		if direct := testbody.Text(t, mfs); out != direct {
+			t.Errorf("cached text differs from expfmt's for the same families: %s", testbody.FirstDiff(out, direct))
 		}
 	})
 	return out
-}
-
-// firstDiff shows where two texts part.
-func firstDiff(a, b string) string {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	from := max(0, i-80)
-	return fmt.Sprintf("at byte %d: %q vs %q", i, a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
 }
 
 func refText(t *testing.T, e *Exporter) string {
@@ -101,7 +78,7 @@ func refText(t *testing.T, e *Exporter) string {
 	if err != nil {
 		t.Fatalf("registry gather: %v", err)
 	}
-	return encodeFamilies(t, mfs)
+	return testbody.Text(t, mfs)
 }
 
 // The series cache renders exactly what client_golang's registry gathers

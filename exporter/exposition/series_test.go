@@ -1,39 +1,16 @@
 package exposition
 
 import (
-	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
-
-func encodeFamilies(t *testing.T, mfs []*dto.MetricFamily) string {
-	t.Helper()
-	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.String()
-}
-
-// firstDiff shows where two texts part.
-func firstDiff(a, b string) string {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	from := max(0, i-80)
-	return fmt.Sprintf("at byte %d: %q vs %q", i, a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
-}
 
 // A histogram whose bounds change is rebuilt with the new buckets; a
 // series sent twice in one render is an error, as in the registry; a
@@ -46,7 +23,7 @@ func TestSeriesCacheLayoutDuplicatesAndRemoval(t *testing.T) {
 		var out string
 		var gerr error
 		c.Gather(emit, func(mfs []*dto.MetricFamily, err error) {
-			out, gerr = encodeFamilies(t, mfs), err
+			out, gerr = testbody.Text(t, mfs), err
 		})
 		return out, gerr
 	}
@@ -123,7 +100,7 @@ func TestSeriesCacheGuessesNeverMislead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = encodeFamilies(t, mfs)
+			out = testbody.Text(t, mfs)
 		})
 		return out
 	}

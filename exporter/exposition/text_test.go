@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/collector"
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -176,7 +177,7 @@ func checkTextRound(t *testing.T, c *SeriesCache, emit func(collector.Sink)) str
 				t.Fatalf("text of %s: %v", mfs[i].GetName(), err)
 			}
 		}
-		cached, direct = b.String(), encodeFamilies(t, mfs)
+		cached, direct = b.String(), testbody.Text(t, mfs)
 	})
 	// Every family here can be kept as text: one that fell back to
 	// expfmt would hide a wrong spelling or order of the values.
@@ -191,12 +192,12 @@ func checkTextRound(t *testing.T, c *SeriesCache, emit func(collector.Sink)) str
 	if err != nil {
 		t.Fatalf("registry: %v", err)
 	}
-	ref := encodeFamilies(t, mfs)
+	ref := testbody.Text(t, mfs)
 	if cached != ref {
-		t.Fatalf("cached text differs from the registry's: %s", firstDiff(cached, ref))
+		t.Fatalf("cached text differs from the registry's: %s", testbody.FirstDiff(cached, ref))
 	}
 	if cached != direct {
-		t.Fatalf("cached text differs from expfmt's of the same families: %s", firstDiff(cached, direct))
+		t.Fatalf("cached text differs from expfmt's of the same families: %s", testbody.FirstDiff(cached, direct))
 	}
 	return cached
 }

@@ -1,5 +1,6 @@
-// Package testbody builds large synthetic engine expositions for
-// benchmarks from the structure of a real capture.
+// Package testbody holds the tests' exposition helpers: large synthetic
+// engine expositions built for benchmarks from the structure of a real
+// capture, misbehaving engines, fuzz seeds, and gathered families as text.
 package testbody
 
 import (
