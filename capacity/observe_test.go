@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -75,19 +76,7 @@ func TestObserverWindowGoodputFromTotals(t *testing.T) {
 		{Kind: goodput.KindTTFT, Threshold: 0.5, Target: 0.99}, {Kind: goodput.KindError, Target: 0.99}}}}
 	ttftBounds := []float64{0.1, 0.5, 1, 2.5}
 	lenBounds := []float64{1, 2, 5, 10, 20, 50, 100, 200}
-	hist := func(bounds []float64, obs ...float64) *snapshot.Histogram {
-		h := &snapshot.Histogram{Bounds: bounds, Cumulative: make([]float64, len(bounds))}
-		for _, v := range obs {
-			for i, b := range bounds {
-				if v <= b {
-					h.Cumulative[i]++
-				}
-			}
-			h.Count++
-			h.Sum += v
-		}
-		return h
-	}
+	hist := testbody.HistOf
 	model := func(ttft []float64, finished float64, lens ...float64) snapshot.Model {
 		m := snapshot.Model{Name: "m", Finished: map[string]float64{"stop": finished}}
 		m.Hists[snapshot.TTFT] = hist(ttftBounds, ttft...)

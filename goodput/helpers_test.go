@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -23,17 +24,7 @@ func requestBounds() []float64 {
 
 // histOf builds a cumulative histogram of the observations.
 func histOf(bounds []float64, obs ...float64) *snapshot.Histogram {
-	h := &snapshot.Histogram{Bounds: bounds, Cumulative: make([]float64, len(bounds))}
-	for _, v := range obs {
-		for i, b := range bounds {
-			if v <= b {
-				h.Cumulative[i]++
-			}
-		}
-		h.Count++
-		h.Sum += v
-	}
-	return h
+	return testbody.HistOf(bounds, obs...)
 }
 
 // hist builds a histogram from cumulative counts given by hand.

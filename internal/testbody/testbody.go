@@ -1,6 +1,7 @@
 // Package testbody holds the tests' exposition helpers: large synthetic
 // engine expositions built for benchmarks from the structure of a real
-// capture, misbehaving engines, fuzz seeds, and gathered families as text.
+// capture, misbehaving engines, fuzz seeds, gathered families as text,
+// and histograms of observations.
 package testbody
 
 import (
