@@ -187,15 +187,14 @@ func decodeSaturation(w, b *Signals, baseReady, held bool, th *Thresholds, o *Ob
 	// first minute). Raised, the breach alone holds it.
 	slower := baseReady && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.OK && w.DecodeMean.V >= th.SaturationJump*b.DecodeMean.V
 	breached := w.DecodeAttainment.OK && w.DecodeAttainment.V < o.DecodeTarget
-	breach := breached && slower
 	if w.DecodePerToken {
-		// The mean is a proxy of the per-request tail.
+		// The mean is a proxy of the per-request tail, and counts only
+		// with slower steps even while the mode is held.
 		breached = w.DecodeMean.OK && w.DecodeMean.V >= th.DecodeMeanShare*o.DecodeLatency && slower
-		breach = breached
 	}
 	ttftOK := w.TTFTAttainment.OK && w.TTFTAttainment.V >= th.TTFTHold
 	slow := baseReady && w.DecodeMean.OK && b.DecodeMean.OK && b.DecodeMean.V > 0 && w.DecodeMean.V >= th.DecodeHoldJump*b.DecodeMean.V
-	ok := (breach && ttftOK && flat || held && (breached || slow)) && !preempting(w, th)
+	ok := (breached && slower && ttftOK && flat || held && (breached || slow)) && !preempting(w, th)
 	hold := ""
 	if held {
 		hold = fmt.Sprintf(" (held while the decode objective is breached, or mean ITL stays >= %.1fx the baseline's %.1f ms, without preemption)", th.DecodeHoldJump, 1000*b.DecodeMean.V)
