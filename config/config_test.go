@@ -193,12 +193,13 @@ func TestDiagnosisSection(t *testing.T) {
 		t.Errorf("settings %+v", s)
 	}
 	th := s.Thresholds
-	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 || th.QueueBatchShare != 0.3 {
-		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v queue_batch_share %v", th.KVHigh, th.QueueSlope, th.DecodeLatency, th.QueueBatchShare)
+	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 || th.QueueBatchShare != 0.3 || th.QueueSustain != 60 {
+		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v queue_batch_share %v queue_sustain %v",
+			th.KVHigh, th.QueueSlope, th.DecodeLatency, th.QueueBatchShare, th.QueueSustain)
 	}
 	// Untouched thresholds keep their defaults (worked in diagnosis).
-	if th.PreemptionRate != 0.05 || th.TTFTLatency != 0.5 {
-		t.Errorf("defaults lost: preemption_rate %v ttft_latency %v", th.PreemptionRate, th.TTFTLatency)
+	if th.PreemptionRate != 0.05 || th.TTFTLatency != 0.5 || th.StallSilence != 30 {
+		t.Errorf("defaults lost: preemption_rate %v ttft_latency %v stall_silence %v", th.PreemptionRate, th.TTFTLatency, th.StallSilence)
 	}
 	// No section: the defaults (1m, 30m, 2, 3).
 	empty, _ := Parse(nil)

@@ -55,6 +55,7 @@ type DiagnosisThresholds struct {
 	QueueMinSeconds      *Duration `yaml:"queue_min_seconds"`
 	QueueBatchShare      *float64  `yaml:"queue_batch_share"`
 	SaturationJump       *float64  `yaml:"saturation_jump"`
+	QueueSustain         *Duration `yaml:"queue_sustain"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -116,6 +117,7 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		d("queue_min_seconds", t.QueueMinSeconds, &out.QueueMinSeconds),
 		f("queue_batch_share", ratio, t.QueueBatchShare, &out.QueueBatchShare),
 		f("saturation_jump", factor, t.SaturationJump, &out.SaturationJump),
+		d("queue_sustain", t.QueueSustain, &out.QueueSustain),
 	}
 }
 

@@ -67,6 +67,8 @@ type Diagnoser struct {
 		hits, clean int
 		raised      bool
 		since       time.Time
+		// from is when the current run of matching judgements began.
+		from time.Time
 	}
 	verdict Verdict
 	// frozen are the spans of history, before the window, whose samples
@@ -304,9 +306,16 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 		case len(sup[m]) > 0:
 			r.hits, r.clean, r.raised = 0, 0, false
 		case eff[m]:
+			if r.hits == 0 {
+				r.from = now
+			}
 			r.hits++
 			r.clean = 0
-			if !r.raised && r.hits >= d.set.Enter {
+			// A queue must also outlast a surge (QueueSustain): at the
+			// knee a healthy queue grows for a few tens of seconds, then
+			// drains.
+			sustained := m != QueueGrowth || now.Sub(r.from).Seconds() >= d.set.Thresholds.QueueSustain
+			if !r.raised && r.hits >= d.set.Enter && sustained {
 				r.raised, r.since = true, now
 			}
 		default:

@@ -265,11 +265,43 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// queue_growth is raised once it has matched queue_sustain on end, and a
+// clean judgement starts the count again; other modes keep enter alone.
+// Judgements every 5 s, queue_sustain 40 s: matches from judgement 0 to
+// 6 (30 s, not raised), a clean one at 7, matches again from 8: 40 s
+// later is judgement 16, the first raised. decode_saturation (which
+// neither explains a queue nor is explained by one) matches from 0 and is
+// raised at 1 (enter 2).
+func TestQueueSustain(t *testing.T) {
+	i := scripted(t, map[Mode]func(int) bool{
+		QueueGrowth:      func(i int) bool { return i != 7 },
+		DecodeSaturation: func(int) bool { return true },
+	})
+	s := settings()
+	s.Thresholds.QueueSustain = 40
+	got := drive(t, s, 20, i)
+	for k, r := range got {
+		var q, kv bool
+		for _, m := range r {
+			q = q || m == QueueGrowth
+			kv = kv || m == DecodeSaturation
+		}
+		if q != (k >= 16) {
+			t.Errorf("judgement %d: queue_growth raised %v, want %v", k, q, k >= 16)
+		}
+		if kv != (k >= 1) {
+			t.Errorf("judgement %d: decode_saturation raised %v, want %v", k, kv, k >= 1)
+		}
+	}
+}
+
 // An explained mode that entered first is hidden once the mode that
 // explains it is raised.
 func TestPrecedenceAfterTheFact(t *testing.T) {
 	i := scripted(t, map[Mode]func(int) bool{QueueGrowth: func(int) bool { return true }, EngineStall: func(i int) bool { return i >= 3 }})
-	got := drive(t, settings(), 8, i)
+	s := settings()
+	s.Thresholds.QueueSustain = 0 // queue_growth raised at enter, as any mode
+	got := drive(t, s, 8, i)
 	if len(got[2]) != 1 || got[2][0] != QueueGrowth {
 		t.Fatalf("judgement 2: %v, want queue_growth alone", got[2])
 	}

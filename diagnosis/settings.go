@@ -49,6 +49,10 @@ type Thresholds struct {
 	// instead where the engine counts no requests (llama.cpp): the queue
 	// must also be QueueBatchShare of the mean running batch.
 	QueueBatchShare float64 `yaml:"queue_batch_share"`
+	// QueueSustain, in seconds: queue_growth is raised only once it has
+	// matched this long without a break. A queue that outgrows its engine
+	// keeps growing; one that surges at the knee drains again.
+	QueueSustain float64 `yaml:"queue_sustain"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".
 	CeilingShare float64 `yaml:"ceiling_share"`
@@ -148,6 +152,15 @@ func DefaultThresholds() Thresholds {
 		// (short-chat shape, tuning seeds 1, 4 and 10: queue_growth
 		// raised at the knee on 16 to 19 waiting with the fixed bars).
 		QueueBatchShare: 0.25,
+		// Healthy traffic at its knee surges and drains: over an hour of
+		// every healthy shape at its knee on each tuning seed, in the
+		// vLLM, SGLang and llama.cpp formats, at 1 s and 5 s scrapes,
+		// a surge matched queue_growth for at most 25 s on end (the short
+		// chat, llama.cpp, seed 19; raised within 2 s at 1 s scrapes
+		// before this). 40 s is 1.6 times that; an overload is named
+		// 40 s after the window first shows it, 1m35s after its onset
+		// at 5 s scrapes, within the two windows a lever is given.
+		QueueSustain: 40,
 		// Schedulers leave a few slots free while a prefill chunk fills
 		// the step budget, so "at the ceiling" is 90 % of it.
 		CeilingShare: 0.9,
@@ -243,6 +256,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Enter < 1 || s.Leave < 1 {
 		errs = append(errs, errors.New("enter and leave must be at least 1"))
+	}
+	if s.Thresholds.QueueSustain < 0 {
+		errs = append(errs, fmt.Errorf("queue_sustain %gs must not be negative", s.Thresholds.QueueSustain))
 	}
 	return errors.Join(errs...)
 }

@@ -137,13 +137,13 @@ func (c Config) failureModeAlerts() []Rule {
 		out = append(out, c.alert(name, expr, c.FailureModeFor(), sev,
 			fmt.Sprintf("%s on %s.", info.summary, where),
 			fmt.Sprintf("The failure-mode classifier names %s for %s (engine {{ $labels.engine }}, %s): "+
-				"llm_failure_mode{mode=%q} = 1, raised after %d consecutive judgements of the trailing %s window matched %s; "+
+				"llm_failure_mode{mode=%q} = 1, raised after %s, each over the trailing %s window %s; "+
 				"the daemon judges once per collection cycle. It clears after %d consecutive clean judgements. Evidence now: %s.",
-				mode, where, c.modelsOfTarget(), mode, c.DiagnosisEnter, promDuration(c.DiagnosisWindow), info.evidence, c.DiagnosisLeave,
+				mode, where, c.modelsOfTarget(), mode, c.raisedAfter(mode), promDuration(c.DiagnosisWindow), info.evidence, c.DiagnosisLeave,
 				c.evidenceText(c.modeEvidence(mode))),
-			&Runbook{Meaning: info.meaning + fmt.Sprintf(" The classifier judges the trailing %s window once per collection cycle (`--collect.interval`) and raises the mode after %d matching judgements in a row; "+
+			&Runbook{Meaning: info.meaning + fmt.Sprintf(" The classifier judges the trailing %s window once per collection cycle (`--collect.interval`) and raises the mode after %s; "+
 				"the alert waits one more window (for: %s) and resolves when the classifier clears the mode after %d clean judgements in a row.",
-				promDuration(c.DiagnosisWindow), c.DiagnosisEnter, c.FailureModeFor(), c.DiagnosisLeave),
+				promDuration(c.DiagnosisWindow), c.raisedAfter(mode), c.FailureModeFor(), c.DiagnosisLeave),
 				Confirm: confirm, Remedies: info.remedies}))
 	}
 	return out

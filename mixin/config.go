@@ -71,6 +71,9 @@ type Config struct {
 	// judgements, cleared after DiagnosisLeave clean ones.
 	DiagnosisWindow                time.Duration
 	DiagnosisEnter, DiagnosisLeave int
+	// DiagnosisQueueSustain: queue_growth is raised only once its
+	// matching judgements span this long (queue_sustain).
+	DiagnosisQueueSustain time.Duration
 	// FailureModeSeverity per mode; absent modes get TicketSeverity.
 	FailureModeSeverity map[string]string
 
@@ -115,9 +118,10 @@ func Default() Config {
 			{Long: "1d", Short: "2h", Factor: 3, For: "5m", Severity: "warning"},
 			{Long: "3d", Short: "6h", Factor: 1, For: "5m", Severity: "warning"},
 		},
-		DiagnosisWindow: time.Minute,
-		DiagnosisEnter:  2,
-		DiagnosisLeave:  3,
+		DiagnosisWindow:       time.Minute,
+		DiagnosisEnter:        2,
+		DiagnosisLeave:        3,
+		DiagnosisQueueSustain: 40 * time.Second,
 		FailureModeSeverity: map[string]string{
 			"engine_stall":  "critical",
 			"kv_preemption": "critical",
@@ -140,6 +144,17 @@ func (c Config) fastestBurn() BurnAlert {
 		}
 	}
 	return b
+}
+
+// raisedAfter says after what the classifier raises mode: DiagnosisEnter
+// matching judgements in a row, which for queue_growth must also span
+// DiagnosisQueueSustain.
+func (c Config) raisedAfter(mode string) string {
+	s := fmt.Sprintf("%d matching judgements in a row", c.DiagnosisEnter)
+	if mode == "queue_growth" && c.DiagnosisQueueSustain > 0 {
+		s += fmt.Sprintf(" spanning at least %s (queue_sustain: a queue at the knee surges and drains within tens of seconds)", promDuration(c.DiagnosisQueueSustain))
+	}
+	return s
 }
 
 // FailureModes are the classifier's eight modes, in its order.

@@ -425,9 +425,9 @@ func (c Config) failureModes() Dashboard {
 		verdict := c.inSelected(c.byTarget("max", `llm_failure_mode{`+c.fTarget(`mode="`+mode+`"`)+`}`))
 		panels := []Panel{
 			{Title: "Verdict: " + mode, Unit: "short",
-				Description: fmt.Sprintf("llm_failure_mode{mode=%q}: 1 while the classifier names the mode (raised after %d matching %s windows, cleared after %d clean ones); "+
+				Description: fmt.Sprintf("llm_failure_mode{mode=%q}: 1 while the classifier names the mode (raised after %s, each over the trailing %s, cleared after %d clean ones); "+
 					"no line where the target cannot be judged for it (llm_failure_mode_supported = 0). The panels to the right are the signals the rule reads.",
-					mode, c.DiagnosisEnter, promDuration(c.DiagnosisWindow), c.DiagnosisLeave),
+					mode, c.raisedAfter(mode), promDuration(c.DiagnosisWindow), c.DiagnosisLeave),
 				Exprs: []Target{{verdict, legendTarget}}},
 			{Title: "Targets in " + mode + " now", Unit: "short", Stat: true,
 				Exprs: []Target{{"count(\n  " + c.inSelected(`llm_failure_mode{`+c.fTarget(`mode="`+mode+`"`)+`} == 1`) + "\n) or vector(0)", "targets"}}},
