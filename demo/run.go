@@ -183,16 +183,18 @@ func (d *Options) loader(f *Farm) exporter.Loader {
 }
 
 // demoDiagnosis scales the classifier to the demo's clock: the daemon
-// judges wall time, the engines run speed times faster, so the window and
-// baseline shrink by speed and the thresholds that are rates per second
-// grow by it. The rest are ratios and engine-measured latencies.
+// judges wall time, the engines run speed times faster, so the window,
+// the baseline and queue_growth's sustain shrink by speed and the
+// thresholds that are rates per second grow by it. The rest are ratios
+// and engine-measured latencies.
 func demoDiagnosis(speed float64) *config.Diagnosis {
 	th := diagnosis.DefaultThresholds()
 	slope, preempt := th.QueueSlope*speed, th.PreemptionRate*speed
+	sustain := config.Duration(th.QueueSustain * float64(time.Second) / speed)
 	return &config.Diagnosis{
 		Window:     config.Duration(float64(time.Minute) / speed),
 		Baseline:   config.Duration(float64(30*time.Minute) / speed),
-		Thresholds: config.DiagnosisThresholds{QueueSlope: &slope, PreemptionRate: &preempt},
+		Thresholds: config.DiagnosisThresholds{QueueSlope: &slope, PreemptionRate: &preempt, QueueSustain: &sustain},
 	}
 }
 

@@ -182,8 +182,8 @@ func farm(t *testing.T, name string, engines []engine, flags ...string) (map[str
 // daemonConfig is one node's configuration file: a target per engine,
 // holding the GPU of its index, the chat SLO with the node's thresholds,
 // a GPU price, and the classifier scaled to the engines' clock as the
-// demo does (window and baseline shrink by speed, the rates per second
-// among its thresholds grow by it).
+// demo does (window, baseline and queue_sustain shrink by speed, the
+// rates per second among its thresholds grow by it).
 func daemonConfig(t *testing.T, path string, engines []engine, urls map[string]string, extra map[string]string, slo string) {
 	var b strings.Builder
 	b.WriteString("targets:\n")
@@ -221,7 +221,9 @@ diagnosis:
   thresholds:
     queue_slope: %g
     preemption_rate: %g
-`, strings.Join(sloTargets, ", "), slo, window, baseline/speed, th.QueueSlope*speed, th.PreemptionRate*speed)
+    queue_sustain: %s
+`, strings.Join(sloTargets, ", "), slo, window, baseline/speed, th.QueueSlope*speed, th.PreemptionRate*speed,
+		time.Duration(th.QueueSustain*float64(time.Second))/speed)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
