@@ -190,7 +190,7 @@ func (d *Options) loader(f *Farm) exporter.Loader {
 func demoDiagnosis(speed float64) *config.Diagnosis {
 	th := diagnosis.DefaultThresholds()
 	slope, preempt := th.QueueSlope*speed, th.PreemptionRate*speed
-	sustain := config.Duration(th.QueueSustain * float64(time.Second) / speed)
+	sustain := config.Duration(float64(th.Sustain()) / speed)
 	return &config.Diagnosis{
 		Window:     config.Duration(float64(time.Minute) / speed),
 		Baseline:   config.Duration(float64(30*time.Minute) / speed),

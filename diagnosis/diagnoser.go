@@ -314,7 +314,7 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 			// A queue must also outlast a surge (QueueSustain): at the
 			// knee a healthy queue grows for a few tens of seconds, then
 			// drains.
-			sustained := m != QueueGrowth || now.Sub(r.from).Seconds() >= d.set.Thresholds.QueueSustain
+			sustained := m != QueueGrowth || now.Sub(r.from) >= d.set.Thresholds.Sustain()
 			if !r.raised && r.hits >= d.set.Enter && sustained {
 				r.raised, r.since = true, now
 			}

@@ -131,6 +131,11 @@ type Thresholds struct {
 	StallSuspect float64 `yaml:"stall_suspect"`
 }
 
+// Sustain is QueueSustain as a duration.
+func (t Thresholds) Sustain() time.Duration {
+	return time.Duration(t.QueueSustain * float64(time.Second))
+}
+
 // DefaultThresholds are the defaults, each with why.
 func DefaultThresholds() Thresholds {
 	return Thresholds{

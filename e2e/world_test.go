@@ -223,7 +223,7 @@ diagnosis:
     preemption_rate: %g
     queue_sustain: %s
 `, strings.Join(sloTargets, ", "), slo, window, baseline/speed, th.QueueSlope*speed, th.PreemptionRate*speed,
-		time.Duration(th.QueueSustain*float64(time.Second))/speed)
+		th.Sustain()/speed)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

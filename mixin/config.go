@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 )
 
 // BurnAlert is one multi-window burn-rate alert: it fires while the error
@@ -65,7 +67,7 @@ type Config struct {
 	// BurnAlerts, in the order of the burn-rate table of docs/rules-and-dashboards.md.
 	BurnAlerts []BurnAlert
 
-	// The failure-mode classifier's hysteresis (diagnosis defaults): it
+	// The failure-mode classifier's hysteresis (Default: the daemon's): it
 	// judges its trailing DiagnosisWindow once per collection cycle; a
 	// mode is raised after DiagnosisEnter consecutive matching
 	// judgements, cleared after DiagnosisLeave clean ones.
@@ -92,8 +94,10 @@ type Config struct {
 	TimeScale float64
 }
 
-// Default is the configuration of the committed files.
+// Default is the configuration of the committed files. The classifier's
+// hysteresis the alerts and panels state is the daemon's own default.
 func Default() Config {
+	d := diagnosis.DefaultSettings()
 	return Config{
 		Selector:       `job="goodput-exporter"`,
 		DaemonLabels:   []string{"instance", "job", "node"},
@@ -118,10 +122,10 @@ func Default() Config {
 			{Long: "1d", Short: "2h", Factor: 3, For: "5m", Severity: "warning"},
 			{Long: "3d", Short: "6h", Factor: 1, For: "5m", Severity: "warning"},
 		},
-		DiagnosisWindow:       time.Minute,
-		DiagnosisEnter:        2,
-		DiagnosisLeave:        3,
-		DiagnosisQueueSustain: 40 * time.Second,
+		DiagnosisWindow:       d.Window,
+		DiagnosisEnter:        d.Enter,
+		DiagnosisLeave:        d.Leave,
+		DiagnosisQueueSustain: d.Thresholds.Sustain(),
 		FailureModeSeverity: map[string]string{
 			"engine_stall":  "critical",
 			"kv_preemption": "critical",
