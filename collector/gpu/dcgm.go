@@ -17,6 +17,7 @@ const (
 	dcgmFieldMaxSMClock    uint16 = 113 // DCGM_FI_DEV_MAX_SM_CLOCK, MHz
 	dcgmFieldPower         uint16 = 155 // DCGM_FI_DEV_POWER_USAGE, W
 	dcgmFieldEnergy        uint16 = 156 // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ
+	dcgmFieldDefaultLimit  uint16 = 163 // DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF, W
 	dcgmFieldEnforcedLimit uint16 = 164 // DCGM_FI_DEV_ENFORCED_POWER_LIMIT, W
 	dcgmFieldGPUUtil       uint16 = 203 // DCGM_FI_DEV_GPU_UTIL, %
 	dcgmFieldFBTotal       uint16 = 250 // DCGM_FI_DEV_FB_TOTAL, MiB
@@ -27,7 +28,7 @@ const (
 func dcgmFields() []uint16 {
 	return []uint16{
 		dcgmFieldName, dcgmFieldUUID, dcgmFieldSMClock, dcgmFieldClockEvents, dcgmFieldMaxSMClock,
-		dcgmFieldPower, dcgmFieldEnergy, dcgmFieldEnforcedLimit, dcgmFieldGPUUtil, dcgmFieldFBTotal, dcgmFieldFBUsed,
+		dcgmFieldPower, dcgmFieldEnergy, dcgmFieldEnforcedLimit, dcgmFieldDefaultLimit, dcgmFieldGPUUtil, dcgmFieldFBTotal, dcgmFieldFBUsed,
 	}
 }
 
@@ -147,6 +148,8 @@ func (b *DCGM) readDevice(id uint) Device {
 			d.EnergyJ = Some(float64(v.Int) / 1e3)
 		case dcgmFieldEnforcedLimit:
 			d.PowerLimitW = Some(v.Float)
+		case dcgmFieldDefaultLimit:
+			d.PowerLimitDefaultW = Some(v.Float)
 		case dcgmFieldGPUUtil:
 			d.Utilization = Some(float64(v.Int) / 100)
 		case dcgmFieldFBTotal:

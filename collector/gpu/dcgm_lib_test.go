@@ -59,6 +59,7 @@ func TestDCGMFieldIDs(t *testing.T) {
 		{dcgmFieldPower, dcgm.DCGM_FI_DEV_POWER_USAGE},
 		{dcgmFieldEnergy, dcgm.DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION},
 		{dcgmFieldEnforcedLimit, dcgm.DCGM_FI_DEV_ENFORCED_POWER_LIMIT},
+		{dcgmFieldDefaultLimit, dcgm.DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF},
 		{dcgmFieldGPUUtil, dcgm.DCGM_FI_DEV_GPU_UTIL},
 		{dcgmFieldFBTotal, dcgm.DCGM_FI_DEV_FB_TOTAL},
 		{dcgmFieldFBUsed, dcgm.DCGM_FI_DEV_FB_USED},

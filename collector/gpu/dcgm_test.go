@@ -54,6 +54,8 @@ func (f *fakeDCGM) Latest(gpu uint, fields []uint16) ([]dcgmReading, error) {
 			}
 		case dcgmFieldEnforcedLimit:
 			r.Float = 700
+		case dcgmFieldDefaultLimit:
+			r.Float = 700
 		case dcgmFieldGPUUtil:
 			r.Int = 87
 		case dcgmFieldFBTotal:
@@ -71,8 +73,8 @@ func TestDCGMReadsEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fake.every != time.Second || len(fake.watched) != 11 {
-		t.Errorf("watched %d fields every %v, want 11 every 1s", len(fake.watched), fake.every)
+	if fake.every != time.Second || len(fake.watched) != 12 {
+		t.Errorf("watched %d fields every %v, want 12 every 1s", len(fake.watched), fake.every)
 	}
 	devs, err := b.Collect(context.Background())
 	if err != nil {
@@ -86,6 +88,9 @@ func TestDCGMReadsEveryField(t *testing.T) {
 		"sm_hz=1.98e+09 sm_max_hz=1.98e+09 throttle=sw_power_cap util=0.87 mem_used_b=8.01898496e+10 mem_total_b=8.5520809984e+10 pids=absent\n"
 	if got != want {
 		t.Errorf("GPU 0:\n got %s\nwant %s", got, want)
+	}
+	if d := devs[0].PowerLimitDefaultW; !d.OK || d.V != 700 {
+		t.Errorf("GPU 0: default power limit %v, want 700 (field 163)", d)
 	}
 	if devs[1].EnergyJ.OK || devs[1].Err != nil || !devs[1].PowerW.OK {
 		t.Errorf("GPU 1: energy %v err %v power %v; want energy absent and no error", devs[1].EnergyJ, devs[1].Err, devs[1].PowerW)

@@ -123,6 +123,7 @@ func exporterSetters() map[string]func(*gpuAccum) *Value {
 		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": func(g *gpuAccum) *Value { return &g.dev.EnergyJ },
 		"DCGM_FI_DEV_ENFORCED_POWER_LIMIT":     func(g *gpuAccum) *Value { return &g.dev.PowerLimitW },
 		"DCGM_FI_DEV_POWER_MGMT_LIMIT":         func(g *gpuAccum) *Value { return &g.mgmtLimit },
+		"DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF":     func(g *gpuAccum) *Value { return &g.dev.PowerLimitDefaultW },
 		"DCGM_FI_DEV_SM_CLOCK":                 func(g *gpuAccum) *Value { return &g.dev.SMClockHz },
 		"DCGM_FI_DEV_MAX_SM_CLOCK":             func(g *gpuAccum) *Value { return &g.dev.SMClockMaxHz },
 		"DCGM_FI_DEV_GPU_UTIL":                 func(g *gpuAccum) *Value { return &g.dev.Utilization },

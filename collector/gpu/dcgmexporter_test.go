@@ -192,3 +192,30 @@ func TestDCGMExporterErrors(t *testing.T) {
 		})
 	}
 }
+
+// dcgm-exporter's default counters carry no default power limit; a
+// counters file that adds DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF (field 163)
+// gives it, here appended to the real L4 capture with that GPU's labels.
+func TestDCGMExporterDefaultPowerLimit(t *testing.T) {
+	body, err := os.ReadFile("testdata/dcgm-exporter/kops-conformance-2026-03-L4-default-counters.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := newTestExporter(t, serve(t, body).URL+"/metrics", DCGMExporterOptions{}).Collect(context.Background())
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("%d GPUs, %v", len(devs), err)
+	}
+	if devs[0].PowerLimitDefaultW.OK {
+		t.Fatalf("default counters: default limit %v, want absent", devs[0].PowerLimitDefaultW)
+	}
+	added := string(body) + "# HELP DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF Default power management limit (in W).\n" +
+		"# TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF gauge\n" +
+		`DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF{gpu="0",UUID="GPU-c2f76b33-7953-256e-8f33-1343419b1a1c",pci_bus_id="00000000:31:00.0",device="nvidia0",modelName="NVIDIA L4",Hostname="i-030791dc5a37cd257",DCGM_FI_DRIVER_VERSION="580.105.08"} 72.000000` + "\n"
+	devs, err = newTestExporter(t, serve(t, []byte(added)).URL+"/metrics", DCGMExporterOptions{}).Collect(context.Background())
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("%d GPUs, %v", len(devs), err)
+	}
+	if d := devs[0].PowerLimitDefaultW; !d.OK || d.V != 72 {
+		t.Errorf("default limit %v, want 72", d)
+	}
+}

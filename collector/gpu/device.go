@@ -64,6 +64,10 @@ type Device struct {
 
 	PowerW      Value // board power draw
 	PowerLimitW Value // enforced power limit
+	// PowerLimitDefaultW is the board's default power limit: an enforced
+	// limit under it is a cap someone set. Absent where the backend does
+	// not read it (dcgm-exporter's default counters).
+	PowerLimitDefaultW Value
 	// EnergyJ is the GPU's cumulative energy counter since driver load.
 	// Absent where the hardware has none; never zero for "unknown".
 	EnergyJ      Value

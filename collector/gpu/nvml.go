@@ -21,6 +21,7 @@ type nvmlDevice interface {
 	Name() (string, error)
 	PowerMilliwatts() (uint32, error)
 	EnforcedLimitMilliwatts() (uint32, error)
+	DefaultLimitMilliwatts() (uint32, error)
 	EnergyMillijoules() (uint64, error)
 	SMClockMHz() (uint32, error)
 	MaxSMClockMHz() (uint32, error)
@@ -115,6 +116,7 @@ func (b *NVML) readDevice(i int) Device {
 		func() (err error) { d.Name, err = h.Name(); return },
 		func() error { return into[uint32](&d.PowerW, 1, 1e3)(h.PowerMilliwatts()) },
 		func() error { return into[uint32](&d.PowerLimitW, 1, 1e3)(h.EnforcedLimitMilliwatts()) },
+		func() error { return into[uint32](&d.PowerLimitDefaultW, 1, 1e3)(h.DefaultLimitMilliwatts()) },
 		func() error { return into[uint64](&d.EnergyJ, 1, 1e3)(h.EnergyMillijoules()) },
 		func() error { return into[uint32](&d.SMClockHz, 1e6, 1)(h.SMClockMHz()) },
 		func() error { return into[uint32](&d.SMClockMaxHz, 1e6, 1)(h.MaxSMClockMHz()) },

@@ -96,6 +96,11 @@ func (h nvmlHandle) EnforcedLimitMilliwatts() (uint32, error) {
 	return v, nvmlError("nvmlDeviceGetEnforcedPowerLimit", ret)
 }
 
+func (h nvmlHandle) DefaultLimitMilliwatts() (uint32, error) {
+	v, ret := h.d.GetPowerManagementDefaultLimit()
+	return v, nvmlError("nvmlDeviceGetPowerManagementDefaultLimit", ret)
+}
+
 func (h nvmlHandle) EnergyMillijoules() (uint64, error) {
 	v, ret := h.d.GetTotalEnergyConsumption()
 	return v, nvmlError("nvmlDeviceGetTotalEnergyConsumption", ret)

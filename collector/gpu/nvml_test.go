@@ -28,6 +28,7 @@ func fakeH200(t *testing.T) *server.Server {
 		d.MemoryInfo.Used = uint64(i) << 30
 		d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return uint32(100_000 + 1000*i), nvml.SUCCESS }
 		d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700_000, nvml.SUCCESS }
+		d.GetPowerManagementDefaultLimitFunc = func() (uint32, nvml.Return) { return 700_000, nvml.SUCCESS }
 		d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return uint64(1_000_000 * (i + 1)), nvml.SUCCESS }
 		d.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
 			if c != nvml.CLOCK_SM {
@@ -73,6 +74,7 @@ func TestNVMLReadsEveryField(t *testing.T) {
 	device(s, 2).GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) {
 		return nvml.ClocksEventReasonSwPowerCap | nvml.ClocksThrottleReasonHwThermalSlowdown, nvml.SUCCESS
 	}
+	device(s, 2).GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 450_000, nvml.SUCCESS }
 	devs, err := newTestNVML(t, s).Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +88,8 @@ func TestNVMLReadsEveryField(t *testing.T) {
 		"uuid":        "GPU-00000002-0000-0000-0000-000000000000",
 		"name":        "NVIDIA H200 141GB HBM3e",
 		"power":       "102",
-		"limit":       "700",
+		"limit":       "450",
+		"default":     "700",
 		"energy":      "3000",
 		"sm":          "1.5e+09",
 		"smmax":       "1.98e+09",
@@ -101,7 +104,7 @@ func TestNVMLReadsEveryField(t *testing.T) {
 	}
 	got := map[string]string{
 		"index": fmt.Sprint(d.Index), "uuid": d.UUID, "name": d.Name,
-		"power": d.PowerW.String(), "limit": d.PowerLimitW.String(), "energy": d.EnergyJ.String(),
+		"power": d.PowerW.String(), "limit": d.PowerLimitW.String(), "default": d.PowerLimitDefaultW.String(), "energy": d.EnergyJ.String(),
 		"sm": d.SMClockHz.String(), "smmax": d.SMClockMaxHz.String(), "throttle": d.Throttle.String(),
 		"util": d.Utilization.String(), "used": d.MemUsedB.String(), "total": d.MemTotalB.String(),
 		"pids": fmt.Sprint(d.PIDs), "err": fmt.Sprint(d.Err), "mig": fmt.Sprint(d.MIGUUIDs),
