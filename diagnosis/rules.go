@@ -204,13 +204,19 @@ func decodeSaturation(w, b *Signals, baseReady, held bool, th *Thresholds, o *Ob
 }
 
 // gpu_throttling: a thermal or hardware slowdown, or a low clock while
-// the engine has work.
+// the engine has work that the GPU's own state does not explain. An idle
+// GPU (gpu_idle) is not slowed, and a busy GPU at its default power limit
+// (sw_power_cap, the enforced limit not lowered) trades clock for power:
+// that is full load, not a fault. A limit lowered under the board's
+// default is a cap, and counts.
 func gpuThrottling(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (bool, string) {
 	reasons := w.GPUThrottledShare.OK && w.GPUThrottledShare.V >= th.ThrottleShare
 	busy := w.Running.OK && w.Running.V >= 1
-	slow := w.GPUClockRatio.OK && w.GPUClockRatio.V < th.ClockRatio && busy
-	return reasons || slow, fmt.Sprintf("slowdown reasons in %s of readings (>= %.0f%%); SM clock %s of max (< %.2f with %.1f running)",
-		show(w.GPUThrottledShare, "%.0f%%", 100), 100*th.ThrottleShare, show(w.GPUClockRatio, "%.2f", 1), th.ClockRatio, w.Running.V)
+	explained := w.GPUClockExplainedShare.OK && w.GPUClockExplainedShare.V >= th.ThrottleShare
+	slow := w.GPUClockRatio.OK && w.GPUClockRatio.V < th.ClockRatio && busy && !explained
+	return reasons || slow, fmt.Sprintf("slowdown reasons in %s of readings (>= %.0f%%); SM clock %s of max (< %.2f with %.1f running), explained by idleness or the default power limit in %s of readings (a low clock counts under %.0f%%)",
+		show(w.GPUThrottledShare, "%.0f%%", 100), 100*th.ThrottleShare, show(w.GPUClockRatio, "%.2f", 1), th.ClockRatio, w.Running.V,
+		show(w.GPUClockExplainedShare, "%.0f%%", 100), 100*th.ThrottleShare)
 }
 
 // engine_stall: the target is down, or requests sit in it and no token

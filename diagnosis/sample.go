@@ -30,6 +30,9 @@ type gpuSample struct {
 	reasonsOK  bool
 	throttled  bool // a thermal, hardware or power-brake slowdown on any of them
 	reasons    uint64
+	// explained: the GPU of the lowest clock ratio gave a reason for its
+	// low clock that is no fault (clockExplained).
+	explained bool
 }
 
 // sample is one collection cycle of one target.
@@ -93,6 +96,37 @@ func (a *timed) add(b timed) {
 // normal, and counts only through its clock (Thresholds.ClockRatio).
 const slowdownBits = 0x8 | 0x20 | 0x40 | 0x80
 
+// NVML's clock event reasons that lower a clock with nothing wrong.
+const (
+	gpuIdle    = 0x1 // no kernel running: the idle clock
+	swPowerCap = 0x4 // held at the power limit
+)
+
+// loweredShare: an enforced power limit under this share of the board's
+// default is a cap someone set, not the board's own budget.
+const loweredShare = 0.98
+
+// clockExplained reports whether d's clock is low for a reason that is no
+// fault: it is idle (gpu_idle), or it spends its whole power budget at the
+// board's default limit (sw_power_cap with no lowered limit in sight; an
+// unknown default counts as the default). A real H200 under dense bf16
+// matrix products held 0.74 to 0.77 of its maximum clock at its 700 W
+// default limit (testdata/h200-gemm-at-power-limit.csv), and idles at
+// 345 of 1980 MHz.
+func clockExplained(d *gpu.Device) bool {
+	if !d.Throttle.OK {
+		return false
+	}
+	if d.Throttle.Mask&gpuIdle != 0 {
+		return true
+	}
+	if d.Throttle.Mask&swPowerCap == 0 {
+		return false
+	}
+	lowered := d.PowerLimitW.OK && d.PowerLimitDefaultW.OK && d.PowerLimitW.V < loweredShare*d.PowerLimitDefaultW.V
+	return !lowered
+}
+
 // gpuOf reduces the attributed devices of one cycle.
 func gpuOf(devs []gpu.Device) gpuSample {
 	var g gpuSample
@@ -103,6 +137,7 @@ func gpuOf(devs []gpu.Device) gpuSample {
 			r := d.SMClockHz.V / d.SMClockMaxHz.V
 			if !g.clockRatio.OK || r < g.clockRatio.V {
 				g.clockRatio = some(r)
+				g.explained = clockExplained(d)
 			}
 		}
 		if d.PowerW.OK {

@@ -85,6 +85,10 @@ type Signals struct {
 	// share of readings with a slowdown reason, and the reasons seen.
 	GPUClockRatio, GPUPowerW, GPUThrottledShare Value
 	GPUThrottleReasons                          uint64
+	// GPUClockExplainedShare is the share of clock readings whose slowest
+	// GPU gave a reason for its clock that is no fault: idle, or at its
+	// default power limit.
+	GPUClockExplainedShare Value
 }
 
 // Objectives are the latency objectives the decode_saturation rule
@@ -145,6 +149,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		fin, errs, aborts               float64
 		hists                           [snapshot.NumHists]*histDelta
 		clock, power, throttled, gpuObs mean
+		explained                       mean
 		slope                           regression
 		perRunning                      []float64
 		genTimed, promptTimed           timed
@@ -168,6 +173,9 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		}
 		if s.gpu.ok {
 			clock.add(s.gpu.clockRatio)
+			if s.gpu.clockRatio.OK {
+				explained.add(some(b2f(s.gpu.explained)))
+			}
 			power.add(s.gpu.powerW)
 			if s.gpu.reasonsOK {
 				throttled.add(some(b2f(s.gpu.throttled)))
@@ -238,6 +246,7 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	sig.RunningCeiling = ceiling
 	sig.WaitingSlope = slope.slope()
 	sig.GPUClockRatio, sig.GPUPowerW, sig.GPUThrottledShare = clock.value(), power.value(), throttled.value()
+	sig.GPUClockExplainedShare = explained.value()
 	if span <= 0 {
 		return sig
 	}
