@@ -93,7 +93,11 @@ func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bo
 	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= least && ahead >= least
 	long := standingBar(w, th, least)
 	ttftBroken := !w.TTFTAttainment.OK || w.TTFTAttainment.V < th.TTFTHold
-	stood := w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= long && ahead >= least && atCeiling(w, th) && ttftBroken
+	// A standing queue in front of a cache that stays KVHold full is the
+	// cache's queue (kv_preemption's steady state), whatever preemption
+	// counter the engine lacks.
+	kvRoom := !w.KVUsage.OK || w.KVUsage.V < min(th.KVHold, th.KVHigh)
+	stood := w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= long && ahead >= least && atCeiling(w, th) && ttftBroken && kvRoom
 	ok := (growing(w, th) && atCeiling(w, th) || standing || stood) && kvOK
 	if held {
 		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %s (< %.2f)",
