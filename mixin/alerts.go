@@ -279,8 +279,8 @@ func (c Config) modeInfo(mode string) modeText {
 	switch mode {
 	case "queue_growth":
 		return modeText{"Requests queue faster than the engine serves them",
-			"More requests arrive than the engine can run: the waiting queue grows while the running batch sits at its ceiling, with no KV pressure and no preemption. Time to first token grows with the queue.",
-			"(waiting queue growing while the running batch is at its ceiling, no KV pressure; once raised it holds while the queue stands and would not drain within a window)",
+			"More requests arrive than the engine can run: the waiting queue grows while the running batch sits at its ceiling, with no KV pressure and no preemption, or it has filled and stands (behind the clients' concurrency cap) at least a whole batch long with TTFT broken. Time to first token grows with the queue.",
+			"(waiting queue growing while the running batch is at its ceiling, no KV pressure, or standing at least a batch ceiling long with TTFT broken; once raised it holds while the queue stands and would not drain within a window)",
 			[]Query{{"Waiting and running requests", t("llm_requests_waiting") + "\n" + t("llm_requests_running")},
 				{"Queue time p99", p99("llm_request_queue_time_seconds")}},
 			[]string{"Scale out: add replicas of the model (past the knee, one replica cannot catch up).",
