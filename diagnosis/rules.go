@@ -86,13 +86,25 @@ func preempting(w *Signals, th *Thresholds) bool {
 // now. Clients that time out stop a queue's growth and churn the batch
 // under its ceiling (a request admitted just before its deadline is
 // aborted within steps), while the engine stays just as overloaded.
-func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bool, string) {
+func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bool, string) {
 	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
 	slope, least := queueBars(w, th)
 	ahead := w.Waiting.V + w.WaitingSlope.V*w.Span.Seconds()
 	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= least && ahead >= least
 	long := standingBar(w, th, least)
-	ttftBroken := !w.TTFTAttainment.OK || w.TTFTAttainment.V < th.TTFTHold
+	// TTFT is broken by the engine's own histogram, or by the queue: at
+	// the rate requests are served, one arriving now waits waiting/rate
+	// seconds before it is admitted (Little's law), and a wait past the
+	// TTFT objective breaks it whatever the engine's TTFT measures
+	// (llm-d-inference-sim's leaves the queue out). Where neither is
+	// measured (llama.cpp), the queue's length alone decides.
+	wait := Value{}
+	if w.RequestsPerSecond.OK && w.RequestsPerSecond.V > 0 && w.Waiting.OK {
+		wait = some(w.Waiting.V / w.RequestsPerSecond.V)
+	}
+	ttftBroken := !w.TTFTAttainment.OK && !wait.OK ||
+		w.TTFTAttainment.OK && w.TTFTAttainment.V < th.TTFTHold ||
+		wait.OK && wait.V >= o.TTFTLatency
 	// A standing queue in front of a cache that stays KVHold full is the
 	// cache's queue (kv_preemption's steady state), whatever preemption
 	// counter the engine lacks.
@@ -103,8 +115,8 @@ func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bo
 		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %s (< %.2f)",
 			w.Waiting.V, w.WaitingSlope.V, ahead, least, w.Running.V, w.RunningCeiling.V, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 	}
-	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s), or standing at >= %.0f with TTFT attainment %s (< %.2f); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
-		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), long, show(w.TTFTAttainment, "%.3f", 1), th.TTFTHold,
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s), or standing at >= %.0f with TTFT attainment %s (< %.2f) or a wait of %s at the rate served (>= %.1fs); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), long, show(w.TTFTAttainment, "%.3f", 1), th.TTFTHold, show(wait, "%.1fs", 1), o.TTFTLatency,
 		w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 }
 

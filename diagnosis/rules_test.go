@@ -49,9 +49,19 @@ func TestRules(t *testing.T) {
 		{QueueGrowth, "standing at 300, TTFT absent", func(w *Signals) {
 			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), Value{}
 		}, true},
-		{QueueGrowth, "standing at 300, TTFT 0.9 holds", func(w *Signals) {
-			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), v(0.9)
+		// 300 waiting at 700 served a second: a wait of 0.43 s, under the
+		// 0.5 s objective; TTFT 0.9 holds.
+		{QueueGrowth, "standing at 300, TTFT 0.9 holds, a wait of 0.43 s", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment, w.RequestsPerSecond = v(128), v(300), v(0), v(0.9), v(700)
 		}, false},
+		// An engine whose TTFT leaves the queue out (llm-d-inference-sim):
+		// its TTFT holds, but 300 waiting at 10 a second wait 30 s.
+		{QueueGrowth, "standing at 300, TTFT 1 without the queue, a wait of 30 s", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), v(1)
+		}, true},
+		{QueueGrowth, "standing at 300, no TTFT, no request rate", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment, w.RequestsPerSecond = v(128), v(300), v(0), Value{}, Value{}
+		}, true},
 		{QueueGrowth, "standing at 127, under one ceiling", func(w *Signals) {
 			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(127), v(0), v(0.1)
 		}, false},

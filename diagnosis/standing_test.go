@@ -120,8 +120,9 @@ func (c *capped) snap(at time.Time) *snapshot.Snapshot {
 
 // The standing overload of issue 37, at 5 s and 1 s scrapes: 5 minutes
 // at 2 req/s, then 12 req/s from a client capped at 300 in flight. The
-// queue fills in about half a minute and stands at 290 behind 10 running,
-// TTFT (250 ms objective) broken by the slowed engine. queue_growth must
+// queue fills in about a minute and stands at 290 behind 10 running;
+// TTFT is broken by the slowed engine (a 250 ms objective) or by the
+// queue alone (500 ms). queue_growth must
 // be raised within two windows of the onset and stay raised, once (one
 // page), with nothing else raised (engine_stall least of all: tokens
 // stream all along); and while the first 5 minutes raise nothing.
@@ -130,15 +131,21 @@ func TestStandingOverloadBehindClientCap(t *testing.T) {
 		seed   uint64
 		scrape time.Duration
 		out    [2]int
+		ttft   float64 // the TTFT objective, seconds
 	}{
-		{1, 5 * time.Second, [2]int{30, 90}},
-		{2, time.Second, [2]int{30, 90}},
+		{1, 5 * time.Second, [2]int{30, 90}, 0.25},
+		{2, time.Second, [2]int{30, 90}, 0.25},
 		// Longer answers at a lower rate: some 5 s intervals see no
 		// request complete, so no token is counted in them.
-		{3, 5 * time.Second, [2]int{200, 400}},
-		{4, time.Second, [2]int{200, 400}},
+		{3, 5 * time.Second, [2]int{200, 400}, 0.25},
+		{4, time.Second, [2]int{200, 400}, 0.25},
+		// The default 500 ms objective: the engine's TTFT, which leaves
+		// the queue out, is at most 300 ms and meets it; only the queue
+		// says TTFT is broken (290 waiting at 2.7 served a second).
+		{5, 5 * time.Second, [2]int{30, 90}, 0.5},
+		{6, time.Second, [2]int{30, 90}, 0.5},
 	} {
-		t.Run(fmt.Sprintf("seed %d, %s scrapes, %d-%d tokens", tc.seed, tc.scrape, tc.out[0], tc.out[1]), func(t *testing.T) {
+		t.Run(fmt.Sprintf("seed %d, %s scrapes, %d-%d tokens, TTFT %gs", tc.seed, tc.scrape, tc.out[0], tc.out[1], tc.ttft), func(t *testing.T) {
 			c := newCapped(tc.seed)
 			c.minOut, c.maxOut = tc.out[0], tc.out[1]
 			// The healthy rate keeps about half the batch running.
@@ -146,7 +153,7 @@ func TestStandingOverloadBehindClientCap(t *testing.T) {
 			c.rate = 5 / ((0.1 + 0.02*mean) * 1.9)
 			healthy := c.rate
 			d := New(DefaultSettings())
-			d.SetObjectives(Objectives{DecodeLatency: 0.05, DecodeTarget: 0.95, TTFTLatency: 0.25, TTFTTarget: 0.99})
+			d.SetObjectives(Objectives{DecodeLatency: 0.05, DecodeTarget: 0.95, TTFTLatency: tc.ttft, TTFTTarget: 0.99})
 			const onset = 5 * time.Minute
 			var raisedAt time.Duration = -1
 			raises, lastRaised := 0, false
