@@ -77,8 +77,8 @@ func preempting(w *Signals, th *Thresholds) bool {
 // queue_growth: waiting grows while the batch is at its ceiling and the
 // KV cache is below pressure (a full cache is a KV mode's queue); or the
 // queue stands, however flat, at least QueueStandingBatches ceilings long
-// with the batch at its ceiling and TTFT broken (under TTFTHold of the
-// objective, where the engine measures TTFT): a queue that filled and
+// with the batch at its ceiling and TTFT broken (its attainment under
+// TTFTHold, or the queue's own wait past the objective): a queue that filled and
 // stands behind its clients' concurrency cap no longer grows, and the
 // window that saw it fill also held the batch of the minute before, under
 // its ceiling. Once raised it holds while the queue stands: at its slope
