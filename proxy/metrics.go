@@ -16,6 +16,7 @@ type Metrics struct {
 	active                                 prometheus.Gauge
 	queued                                 prometheus.GaugeFunc
 	added                                  *prometheus.HistogramVec
+	addedRequest, addedChunk               prometheus.Observer
 	queueLen                               func() int
 }
 
@@ -64,8 +65,8 @@ func NewMetrics() *Metrics {
 	for _, r := range DropReasons {
 		m.spansDropped.WithLabelValues(r)
 	}
-	m.added.WithLabelValues(PhaseRequest)
-	m.added.WithLabelValues(PhaseChunk)
+	m.addedRequest = m.added.WithLabelValues(PhaseRequest)
+	m.addedChunk = m.added.WithLabelValues(PhaseChunk)
 	m.queued = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "goodput_exporter_proxy_spans_queued",
 		Help: "Request spans waiting to be sent to the daemon now (at most --otlp.queue-size)."}, func() float64 {
 		if m.queueLen == nil {

@@ -165,7 +165,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Content-Length")
 	out.GetBody = nil
 	s.ctx = ctx
-	p.Metrics.added.WithLabelValues(PhaseRequest).Observe(p.opts.Now().Sub(s.rec.Arrival).Seconds())
+	p.Metrics.addedRequest.Observe(p.opts.Now().Sub(s.rec.Arrival).Seconds())
 	p.rp.ServeHTTP(&flushWriter{ResponseWriter: w, s: s}, out)
 }
 
@@ -238,7 +238,7 @@ func (f *flushWriter) Flush() {
 		rc.Flush()
 	}
 	if t := f.s.takeReadTime(); !t.IsZero() {
-		f.s.p.Metrics.added.WithLabelValues(PhaseChunk).Observe(f.s.p.opts.Now().Sub(t).Seconds())
+		f.s.p.Metrics.addedChunk.Observe(f.s.p.opts.Now().Sub(t).Seconds())
 	}
 }
 

@@ -3,13 +3,14 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // stream is the measurement of one request, from arrival to finish. It is
@@ -32,40 +33,6 @@ type stream struct {
 	usage     bool
 	chunks    int64
 	finished  bool
-}
-
-// chunk is what the proxy reads from one streamed chunk or a whole
-// response: the OpenAI completion and chat completion objects share it.
-type chunk struct {
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   *struct {
-		PromptTokens     *int64 `json:"prompt_tokens"`
-		CompletionTokens *int64 `json:"completion_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-type choice struct {
-	Text         string  `json:"text"`
-	Delta        *msg    `json:"delta"`
-	Message      *msg    `json:"message"`
-	FinishReason *string `json:"finish_reason"`
-}
-
-type msg struct {
-	Content          string          `json:"content"`
-	ReasoningContent string          `json:"reasoning_content"`
-	Reasoning        string          `json:"reasoning"`
-	ToolCalls        json.RawMessage `json:"tool_calls"`
-}
-
-func (m *msg) bearsContent() bool {
-	return m != nil && (m.Content != "" || m.ReasoningContent != "" || m.Reasoning != "" || (len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"))
-}
-
-func (c *choice) bearsContent() bool {
-	return c.Text != "" || c.Delta.bearsContent() || c.Message.bearsContent()
 }
 
 // onResponse classifies the status and wraps the body.
@@ -136,33 +103,88 @@ func (s *stream) addFinish(r string) {
 	}
 }
 
-// chunk folds one decoded chunk (or whole response); it returns whether
-// the chunk is the usage-only one the proxy asked for.
-func (s *stream) chunk(c *chunk) (strip bool) {
-	if len(c.Error) > 0 && string(c.Error) != "null" {
+// fold reads one streamed chunk, or a whole response: the OpenAI
+// completion and chat completion objects share the fields read (choices'
+// text, delta or message, and finish_reason; usage; error; model). It
+// returns whether the chunk is the usage-only one the proxy asked for. A
+// payload that is not JSON makes the stream malformed. gjson reads the
+// few fields in place, without decoding the rest.
+func (s *stream) fold(payload []byte) (strip bool) {
+	if !gjson.ValidBytes(payload) {
+		s.malformed = true
+		return false
+	}
+	res := gjson.ParseBytes(payload)
+	if !res.IsObject() {
+		s.malformed = true
+		return false
+	}
+	var choices, usage, errObj gjson.Result
+	res.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "choices":
+			choices = v
+		case "usage":
+			usage = v
+		case "error":
+			errObj = v
+		case "model":
+			if s.rec.Model == "" && v.Type == gjson.String && len(v.Str) <= maxResponseModels {
+				s.rec.Model = v.Str
+			}
+		}
+		return true
+	})
+	if errObj.Exists() && errObj.Type != gjson.Null {
 		s.errEvent = true
 	}
-	if s.rec.Model == "" && c.Model != "" && len(c.Model) <= maxResponseModels {
-		s.rec.Model = c.Model
-	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.bearsContent() {
+	n := 0
+	choices.ForEach(func(_, ch gjson.Result) bool {
+		n++
+		content := false
+		ch.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "text":
+				content = content || v.Str != ""
+			case "delta", "message":
+				content = content || bearsContent(v)
+			case "finish_reason":
+				if v.Type == gjson.String {
+					s.addFinish(v.Str)
+				}
+			}
+			return true
+		})
+		if content {
 			s.first()
 			s.chunks++
 		}
-		if ch.FinishReason != nil {
-			s.addFinish(*ch.FinishReason)
-		}
-	}
-	if c.Usage != nil && c.Usage.CompletionTokens != nil && *c.Usage.CompletionTokens >= 0 {
+		return true
+	})
+	if ct := usage.Get("completion_tokens"); ct.Type == gjson.Number && ct.Num >= 0 && ct.Num == float64(int64(ct.Num)) {
 		s.usage = true
-		s.rec.Tokens = *c.Usage.CompletionTokens
-		if c.Usage.PromptTokens != nil {
-			s.rec.PromptTokens = *c.Usage.PromptTokens
+		s.rec.Tokens = int64(ct.Num)
+		if pt := usage.Get("prompt_tokens"); pt.Type == gjson.Number && pt.Num >= 0 {
+			s.rec.PromptTokens = int64(pt.Num)
 		}
 	}
-	return s.strip && len(c.Choices) == 0 && c.Usage != nil && len(c.Error) == 0
+	return s.strip && n == 0 && usage.IsObject() && !errObj.Exists()
+}
+
+// bearsContent reports whether a delta or message carries generated
+// content: text, reasoning, or tool calls.
+func bearsContent(m gjson.Result) bool {
+	found := false
+	m.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "content", "reasoning_content", "reasoning":
+			found = v.Type == gjson.String && v.Str != ""
+		case "tool_calls":
+			found = v.IsArray() && len(v.Array()) > 0
+		}
+		return !found
+	})
+	return found
 }
 
 // finish settles the outcome and hands the record on.
@@ -246,12 +268,7 @@ func (j *jsonReader) Read(p []byte) (int, error) {
 		}
 	}
 	if err == io.EOF && !j.over {
-		var c chunk
-		if json.Unmarshal(j.buf, &c) == nil {
-			j.s.chunk(&c)
-		} else {
-			j.s.malformed = true
-		}
+		j.s.fold(j.buf)
 		j.buf = nil
 	}
 	return n, err
@@ -401,10 +418,5 @@ func (r *sseReader) event(name, payload []byte) bool {
 	if len(payload) == 0 || string(payload) == "[DONE]" {
 		return false
 	}
-	var c chunk
-	if err := json.Unmarshal(payload, &c); err != nil {
-		r.s.malformed = true
-		return false
-	}
-	return r.s.chunk(&c)
+	return r.s.fold(payload)
 }
