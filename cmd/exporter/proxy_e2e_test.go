@@ -16,6 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/goodput-exporter/goodput-exporter/demo"
 )
 
 // plan is how the test's engine answers one request: its first token
@@ -356,5 +360,44 @@ slos:
 	}
 	if t.Failed() {
 		t.Logf("proxy /metrics:\n%s", grepLines(pm, "goodput_exporter_proxy_"))
+	}
+}
+
+// The sidecar example's proxy arguments (deploy/proxy-sidecar) parse and
+// validate as the binary parses them, with the node's address filled in
+// as the kubelet does.
+func TestProxySidecarArgsParse(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "proxy-sidecar", "engines.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets [][]string
+	var cur []string
+	in := false
+	for _, l := range strings.Split(string(raw), "\n") {
+		trimmed := strings.TrimSpace(l)
+		switch {
+		case trimmed == "- name: goodput-proxy":
+			in, cur = true, nil
+		case in && trimmed == "args:":
+		case in && strings.HasPrefix(trimmed, "- ") && !strings.Contains(trimmed, ":") || in && strings.HasPrefix(trimmed, "- --"):
+			cur = append(cur, strings.ReplaceAll(strings.TrimPrefix(trimmed, "- "), "$(HOST_IP)", "10.0.0.1"))
+		case in && strings.HasPrefix(trimmed, "env:"):
+			sets, in = append(sets, cur), false
+		}
+	}
+	if len(sets) != 3 {
+		t.Fatalf("found %d proxy containers, want 3 (vLLM, SGLang, llama.cpp)", len(sets))
+	}
+	for _, args := range sets {
+		var c cli
+		parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kctx, err := parser.Parse(args)
+		if err != nil || kctx.Command() != "proxy" {
+			t.Errorf("%v: %v", args, err)
+		}
 	}
 }
