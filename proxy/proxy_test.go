@@ -342,3 +342,14 @@ func TestPassThrough(t *testing.T) {
 }
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+// The proxy's series pass Prometheus' lint (names, units, HELP).
+func TestMetricsLint(t *testing.T) {
+	problems, err := testutil.CollectAndLint(NewMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
