@@ -20,6 +20,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/goodput-exporter/goodput-exporter/demo"
+	"github.com/goodput-exporter/goodput-exporter/internal/docscheck"
 )
 
 // plan is how the test's engine answers one request: its first token
@@ -398,6 +399,55 @@ func TestProxySidecarArgsParse(t *testing.T) {
 		kctx, err := parser.Parse(args)
 		if err != nil || kctx.Command() != "proxy" {
 			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// docs/proxy.md's flags table lists every flag of the proxy command, and
+// no other.
+func TestProxyFlagsTable(t *testing.T) {
+	var c cli
+	parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]bool{}
+	for _, n := range parser.Model.Children {
+		if n.Name != "proxy" {
+			continue
+		}
+		for _, group := range n.AllFlags(true) {
+			for _, f := range group {
+				if f.Name != "help" && f.Name != "log.level" && f.Name != "log.format" {
+					flags[f.Name] = true
+				}
+			}
+		}
+	}
+	if len(flags) == 0 {
+		t.Fatal("no proxy command")
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tabs := docscheck.TablesWith(string(raw), "flag", "default", "what")
+	if len(tabs) != 1 {
+		t.Fatalf("docs/proxy.md has %d flags tables, want 1", len(tabs))
+	}
+	documented := map[string]bool{}
+	for _, row := range tabs[0].Rows {
+		for _, code := range docscheck.Code(row[0]) {
+			name := strings.TrimPrefix(strings.TrimPrefix(code, "--"), "[no-]")
+			if !flags[name] {
+				t.Errorf("docs/proxy.md documents %s, which the proxy command does not parse", code)
+			}
+			documented[name] = true
+		}
+	}
+	for f := range flags {
+		if !documented[f] {
+			t.Errorf("docs/proxy.md does not document --%s", f)
 		}
 	}
 }
