@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/webserve"
 	"github.com/goodput-exporter/goodput-exporter/proxy"
 )
 
@@ -28,6 +29,7 @@ type proxyCmd struct {
 	Upstream       string        `name:"upstream" required:"" placeholder:"URL" help:"The engine's base URL, e.g. http://127.0.0.1:8000."`
 	OTLPEndpoint   string        `name:"otlp-endpoint" placeholder:"URL" help:"The daemon's OTLP/HTTP traces URL (e.g. http://$(HOST_IP):4318/v1/traces); empty: requests are measured on /metrics only."`
 	MetricsAddress string        `name:"web.listen-address" default:":9836" help:"Address of the proxy's own /metrics (not --listen, where /metrics is the engine's)."`
+	WebConfigFile  string        `name:"web.config.file" placeholder:"FILE" help:"exporter-toolkit web configuration file for TLS and basic auth of the proxy's own /metrics."`
 	Timeout        time.Duration `name:"upstream.timeout" default:"0s" help:"Longest a completion request may take from arrival to its last byte; past it the request is cut and counted as a timeout (0: no limit)."`
 	HeaderTimeout  time.Duration `name:"upstream.header-timeout" default:"10m" help:"Longest wait for the engine's response headers (sent before the first token of a stream, with the whole answer otherwise); past it the client gets 504 and the request is a timeout."`
 	MaxRequestBody string        `name:"max-request-body" default:"32MiB" placeholder:"SIZE" help:"Largest completion request body; it is read whole to find the model and stream flag, and a larger one is refused with 413. Other requests stream through unread."`
@@ -87,30 +89,32 @@ func (c *proxyCmd) Run(e *env) error {
 	reg.MustRegister(p.Metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	servers := []*http.Server{
-		{Addr: c.Listen, Handler: p, ReadHeaderTimeout: 30 * time.Second},
-		{Addr: c.MetricsAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+	front := &http.Server{Addr: c.Listen, Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	l, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
 	}
-	for _, srv := range servers {
-		l, err := net.Listen("tcp", srv.Addr)
-		if err != nil {
+	ml, err := webserve.ListenAll([]string{c.MetricsAddress})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	e.logger.Info("proxying", "listen", l.Addr().String(), "upstream", c.Upstream, "metrics", ml[0].Addr().String())
+	g.Go(func() error {
+		if err := front.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
-		e.logger.Info("listening", "address", l.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-	}
+		return nil
+	})
+	g.Go(func() error {
+		return webserve.Serve(gctx, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ml, c.WebConfigFile, e.logger)
+	})
 	g.Go(func() error {
 		<-gctx.Done()
+		// Streams in flight are let finish, up to 30 s.
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, srv := range servers {
-			srv.Shutdown(sctx)
-		}
+		front.Shutdown(sctx)
 		return nil
 	})
 	return g.Wait()
