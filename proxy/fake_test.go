@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,7 +98,15 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if fault == "no_usage" {
 			u = ""
 		}
-		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","model":%q,"choices":[%s]%s}`, q.Model, strings.Join(ch, ","), u)
+		out := fmt.Sprintf(`{"id":"x","object":"chat.completion","model":%q,"choices":[%s]%s}`, q.Model, strings.Join(ch, ","), u)
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			zw.Write([]byte(out))
+			zw.Close()
+			return
+		}
+		io.WriteString(w, out)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

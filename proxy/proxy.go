@@ -163,6 +163,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.ContentLength = int64(len(body))
 	out.Header = r.Header.Clone()
 	out.Header.Del("Content-Length")
+	// The proxy must read the answer: without the client's
+	// Accept-Encoding the transport asks for gzip itself and hands back
+	// the body decompressed, which the client then receives as such.
+	out.Header.Del("Accept-Encoding")
 	out.GetBody = nil
 	s.ctx = ctx
 	p.Metrics.addedRequest.Observe(p.opts.Now().Sub(s.rec.Arrival).Seconds())

@@ -353,3 +353,26 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
+
+// A client that accepts gzip still gets an answer the proxy could read:
+// the transport negotiates compression with the engine and hands the body
+// on decompressed, which is a valid answer to any Accept-Encoding.
+func TestCompressedAnswerIsRead(t *testing.T) {
+	h := newHarness(t, nil)
+	req, _ := http.NewRequest(http.MethodPost, h.front.URL+"/v1/completions", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("X-Fake-Tokens", "9")
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(b), `"completion_tokens":9`) {
+		t.Fatalf("%s %q", resp.Header.Get("Content-Encoding"), b)
+	}
+	if r := h.wait(t, 1)[0]; r.Outcome != OutcomeOK || r.Tokens != 9 || r.Estimated {
+		t.Fatalf("record %+v", r)
+	}
+}
