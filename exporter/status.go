@@ -54,8 +54,11 @@ type statusPage struct {
 
 type statusTarget struct {
 	Name, URL, Engine, State, Age, Error string
-	FamilyErrors                         []string
-	Models                               []string
+	// Goodput says how the target's goodput is known: exact (request
+	// spans, from vLLM or the measuring proxy) or bounds (histograms).
+	Goodput      string
+	FamilyErrors []string
+	Models       []string
 	// Verdict is "pending", "warming up", "none" or the raised modes.
 	Verdict     string
 	Failing     bool
@@ -145,6 +148,7 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		s.Failing = len(s.Raised) > 0
 	}
 	s.SLOs, s.Unmeasurable = t.sloStatus(st.engine)
+	s.Goodput = t.goodputSource()
 	if t.hist != nil {
 		pts := t.hist.Points()
 		span := history.Covered(pts, now)
@@ -264,6 +268,20 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 		}
 	}
 	return slos, unmeasurable
+}
+
+// goodputSource says whether the target's goodput is exact: request
+// spans are configured for it (traces:), it is behind the measuring proxy
+// (proxied:, or the goodput-exporter.io/proxy annotation), or spans have
+// come for it. Caller holds t.mu.
+func (t *target) goodputSource() string {
+	switch {
+	case t.cfg.Proxied:
+		return "exact: each request judged from the measuring proxy's spans (bound=\"exact\"); bounds too"
+	case t.cfg.Traces != nil, t.exact != nil && len(t.exact.Models()) > 0:
+		return "exact: each request judged from its request span (bound=\"exact\"); bounds too"
+	}
+	return "bounds: from the engine's histograms only; the measuring proxy makes it exact (docs/proxy.md)"
 }
 
 func fmtPercent(v float64) string {
