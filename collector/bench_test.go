@@ -22,11 +22,13 @@ import (
 )
 
 var (
-	synthOnce sync.Once
-	synthBody []byte
+	synthOnce    sync.Once
+	synthBody    []byte
+	synth100Once sync.Once
+	synth100Body []byte
 )
 
-// syntheticVLLM is a ~30,000-sample, ~3 MB vLLM body: 100 models built
+// syntheticVLLM is a ~30,000-sample, ~4 MB vLLM body: 100 models built
 // from the families of v1-latest-from-source.prom.
 func syntheticVLLM(tb testing.TB) []byte {
 	synthOnce.Do(func() {
@@ -34,6 +36,15 @@ func syntheticVLLM(tb testing.TB) []byte {
 		synthBody = testbody.Multiply(src, "meta-llama/Llama-3.1-8B-Instruct", 100)
 	})
 	return synthBody
+}
+
+// synthetic100k is the same at 302 models: about 100,000 samples, 12 MB.
+func synthetic100k(tb testing.TB) []byte {
+	synth100Once.Do(func() {
+		src := mustRead(tb, "testdata/fixtures/vllm/v1-latest-from-source.prom")
+		synth100Body = testbody.Multiply(src, "meta-llama/Llama-3.1-8B-Instruct", 302)
+	})
+	return synth100Body
 }
 
 func mustRead(tb testing.TB, path string) []byte {
@@ -55,8 +66,8 @@ func benchInputs(b *testing.B) []benchInput {
 		{"vllm-v1-latest", mustRead(b, "testdata/fixtures/vllm/v1-latest-from-source.prom")},
 		{"vllm-v1-kops", mustRead(b, "testdata/fixtures/vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom")},
 		{"sglang", mustRead(b, "testdata/fixtures/sglang/sglang-from-source.prom")},
-		{"vllm-3-models", testbody.Multiply(mustRead(b, "testdata/fixtures/vllm/v1-latest-from-source.prom"), "meta-llama/Llama-3.1-8B-Instruct", 3)},
 		{"synthetic-30k", syntheticVLLM(b)},
+		{"synthetic-100k", synthetic100k(b)},
 	}
 }
 
