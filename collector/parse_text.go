@@ -12,18 +12,19 @@ import (
 
 // The text format's fast path, in the spirit of Prometheus' scrape cache:
 // a line whose series text (everything before the value) was learnt from
-// an earlier body is recognised without running the lexer (compared with
-// the series that followed the previous one in the last body, else looked
-// up in the series cache), and only its value (and timestamp) is read,
-// with strconv. A comment line seen before,
+// an earlier body is recognised without running the lexer (its key, a
+// hash of its text, compared with that of the series that followed the
+// previous one in the last body, else looked up in the series cache), and
+// only its value (and timestamp) is read, with strconv. A comment line seen before,
 // byte for byte, is known to be valid and is skipped. Anything else goes
 // through textparse: a new series or comment line alone (parseLine), or,
 // when that is not enough (a quoted string across lines, an error, a NUL
 // that ends the body), the rest of the body (rest).
 //
-// Why a hit is sound: a key of the series cache (and the arena's text of
-// a slot that is not dead, which is such a key) is exactly what textparse's
-// PromParser returned as a series, so it is a complete series
+// Why a hit is sound: a key of the series cache (and the key of a slot
+// that is not dead, which is such a key) is the key of exactly what
+// textparse's PromParser returned as a series (two texts with one key
+// being a chance of about 2^-128: see seriesKey), so it is a complete series
 // (ending with its name or its closing brace) that the lexer reads the
 // same way whatever follows it. When a line starts with a key, followed by
 // blanks, a value of the characters [0-9A-Za-z.+-], optionally blanks and
@@ -35,42 +36,6 @@ import (
 // last TYPE (it normalises le and quantile labels of histograms and
 // summaries when a series is learnt), which the fast path tracks and
 // hands to textparse.
-
-// mark is a series read in this body: its slot and where its text is.
-type mark struct {
-	s          *slot
-	start, end int32
-}
-
-// rebuildArena copies the text of every series read in this body, in
-// order, into the arena, for the next body's guesses. Nothing to do when
-// every series read has its text in the arena and few lines were not
-// where the guess said (a series repeated in a body, for one, moves the
-// guess every time: that alone does not rebuild).
-func (p *Parser) rebuildArena(body []byte) {
-	if p.rebuild || p.misses > len(p.marks)/16 {
-		p.agen++
-		n := 0
-		for _, m := range p.marks {
-			n += int(m.end - m.start)
-		}
-		if c := cap(p.arena); c < n || c > 2*n && c > 1<<20 {
-			p.arena = make([]byte, 0, n) // grown once, or shrunk for good
-		}
-		p.arena = p.arena[:0]
-		for _, m := range p.marks {
-			m.s.at, m.s.alen, m.s.agen = int32(len(p.arena)), m.end-m.start, p.agen
-			p.arena = append(p.arena, body[m.start:m.end]...)
-		}
-	}
-	clear(p.marks) // the slots of series since forgotten are not kept alive
-	if cap(p.marks) > 4*maxCachedSeries {
-		p.marks = nil
-	} else {
-		p.marks = p.marks[:0]
-	}
-	p.rebuild, p.misses = false, 0
-}
 
 // commentSlot is a comment line that textparse accepted.
 type commentSlot struct {
@@ -109,15 +74,14 @@ func (p *Parser) parseText(body []byte) error {
 			return p.rest(body, off, typeAt, sinceType)
 		}
 		line := body[off : off+nl+1]
-		kind, ok := p.fastLine(line, off)
+		kind, ok := p.fastLine(line)
 		if ok {
 			slow = 0
 		} else {
-			p.rebuild = true
 			if slow > slowRun && !first {
 				return p.rest(body, off, typeAt, sinceType)
 			}
-			if kind, ok = p.parseLine(line, off); !ok {
+			if kind, ok = p.parseLine(line); !ok {
 				return p.rest(body, off, typeAt, sinceType)
 			}
 			if kind == lineSample {
@@ -146,7 +110,6 @@ func (p *Parser) parseText(body []byte) error {
 // at the last TYPE line (at typeAt, followed by sinceType entries already
 // read) so that textparse has the same context as over the whole body.
 func (p *Parser) rest(body []byte, off, typeAt, sinceType int) error {
-	p.rebuild = true
 	skip := 0
 	if typeAt >= 0 {
 		off, skip = typeAt, 1+sinceType
@@ -157,11 +120,11 @@ func (p *Parser) rest(body []byte, off, typeAt, sinceType int) error {
 // fastLine reads a line it knows: blank, a comment line seen before, or a
 // sample of a learnt series in the shape described above. ok is false for
 // anything else, with nothing read.
-func (p *Parser) fastLine(line []byte, off int) (lineKind, bool) {
+func (p *Parser) fastLine(line []byte) (lineKind, bool) {
 	c := line[0]
 	switch {
 	case c == '#':
-		cs := p.comments[string(line)]
+		cs := p.comments[keyOf(line)]
 		if cs == nil {
 			return 0, false
 		}
@@ -176,7 +139,7 @@ func (p *Parser) fastLine(line []byte, off int) (lineKind, bool) {
 		}
 		return lineComment, true
 	case isNameStart(c):
-		return lineSample, p.fastSample(line, off)
+		return lineSample, p.fastSample(line)
 	case c == '\n' || c == ' ' || c == '\t':
 		for _, c := range line[:len(line)-1] {
 			if c != ' ' && c != '\t' {
@@ -188,9 +151,9 @@ func (p *Parser) fastLine(line []byte, off int) (lineKind, bool) {
 	return 0, false
 }
 
-// fastSample reads a sample line whose series was learnt; the line starts
-// at off in the body.
-func (p *Parser) fastSample(line []byte, off int) bool {
+// fastSample reads a sample line whose series was learnt (or is one of a
+// model past the model limit, skipped).
+func (p *Parser) fastSample(line []byte) bool {
 	end := 1
 	for isNameChar(line[end]) { // the line ends with '\n', which is not
 		end++
@@ -252,24 +215,20 @@ func (p *Parser) fastSample(line []byte, off int) bool {
 		return false
 	}
 	// The series that followed the last one in the previous body, if it
-	// is this one: bodies come in the same order, and comparing with the
-	// guess's text in the arena (the last body's series, one after the
-	// other) reads memory in order, where hashing and comparing with the
-	// map's keys reads it all over the place.
-	key := line[:end]
+	// is this one: bodies come in the same order, and the slots were
+	// learnt in that order, so comparing with the guess's key reads
+	// memory in order, where a look-up in the map reads it all over the
+	// place.
+	key := keyOf(line[:end])
 	s := p.prev.next
-	if s == nil || s.dead || s.agen != p.agen || int(s.alen) != len(key) || !bytes.Equal(p.arena[s.at:s.at+s.alen], key) {
-		if s = p.cache[string(key)]; s == nil {
+	if s == nil || s.dead || s.key != key {
+		if s = p.cache[key]; s == nil {
+			if p.skipped(key) {
+				p.fastHits++
+				return true
+			}
 			return false
 		}
-		if s.agen != p.agen {
-			p.rebuild = true // a series with no text in the arena
-		} else {
-			p.misses++ // in the arena, elsewhere: a line moved or repeated
-		}
-	}
-	if !s.transient {
-		p.marks = append(p.marks, mark{s, int32(off), int32(off + end)})
 	}
 	p.follow(s)
 	if math.IsNaN(v) {
@@ -287,7 +246,7 @@ func (p *Parser) fastSample(line []byte, off int) bool {
 // line is not one whole entry by itself (an error, a quoted string that
 // goes on to the next line, a NUL that ends the body): the caller then
 // reads the rest of the body with textparse.
-func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
+func (p *Parser) parseLine(line []byte) (lineKind, bool) {
 	if len(line) > maxSeriesBytes {
 		// Left out unread (see maxSeriesBytes): a comment line without a
 		// trace, a sample line with an error.
@@ -324,12 +283,13 @@ func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
 		}
 		series = line[:len(series)] // the same bytes, in the body
 		p.last = series
-		s := p.cache[string(series)]
+		k := keyOf(series)
+		s := p.cache[k]
 		if s == nil {
-			s = p.learnSeries(tp, series)
-		}
-		if !s.transient && !s.dead {
-			p.marks = append(p.marks, mark{s, int32(off), int32(off + len(series))})
+			if p.skipped(k) {
+				return lineSample, true
+			}
+			s = p.learn(tp, series, k)
 		}
 		p.follow(s)
 		p.apply(s, v, series)
@@ -346,17 +306,17 @@ func (p *Parser) parseLine(line []byte, off int) (lineKind, bool) {
 }
 
 func (p *Parser) learnComment(line []byte, cs *commentSlot) {
-	if old := p.comments[string(line)]; old != nil {
+	k := keyOf(line)
+	if old := p.comments[k]; old != nil {
 		if old.gen != p.gen {
 			old.gen = p.gen
 			p.cseen++
 		}
 		return
 	}
-	if len(p.comments) >= maxCachedSeries {
-		return // read again next time (see maxCachedSeries)
+	if !p.room(commentCost) {
+		return // read again next time (see DefaultStateBudget)
 	}
-	k := string(line)
 	cs.gen = p.gen
 	p.cseen++
 	p.comments[k] = cs
