@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
@@ -101,6 +103,57 @@ func TestHostileEngines(t *testing.T) {
 			if d := time.Since(start); d > timeout+5*time.Second {
 				t.Errorf("took %v with a %v timeout", d, timeout)
 			}
+		})
+	}
+}
+
+// Each hostile body of testbody.Hostile that a parser reads whole (the
+// others are cut by the fetch: bombs, endless and huge bodies, hangs)
+// leaves a parse state within its budget, and no more on the heap than
+// the state counts (plus the models' accumulators, under 1 MiB): 10,000
+// models (the old parser kept a slot and the text of every series of
+// the 9,900 past the model limit, about 135 MiB a target in a hostile
+// campaign), 2,000 series of 500 labels, 2,000 series of 8 KiB label
+// values new every scrape, 50,000 bucket bounds new every scrape.
+func TestHostileBodiesStayWithinTheStateBudget(t *testing.T) {
+	hostile := testbody.Hostile()
+	for _, kind := range []string{"models", "labels", "longvalues", "bounds"} {
+		t.Run(kind, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			p, _ := NewParser(snapshot.VLLM, ParseOptions{ModelLimit: 100})
+			var snap *snapshot.Snapshot
+			size := 0
+			for i := range 4 {
+				rec := httptest.NewRecorder()
+				hostile[kind].ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				body := rec.Body.Bytes()
+				size = len(body)
+				var err error
+				if snap, err = p.Parse(body, "", time.Unix(int64(i), 0)); err != nil {
+					t.Fatal(err)
+				}
+				if p.stateBytes() > DefaultStateBudget {
+					t.Fatalf("parse %d: state %d bytes, over the budget %d", i, p.stateBytes(), DefaultStateBudget)
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("%s: %d-byte body, state %d bytes (%d series remembered, %d skipped), live heap +%d bytes", kind, size, p.stateBytes(), len(p.canon), len(p.skip), grown)
+			if grown > int64(p.stateBytes())+1<<20 {
+				t.Errorf("live heap grew by %d bytes, past the state's %d and 1 MiB", grown, p.stateBytes())
+			}
+			if kind == "models" {
+				if len(snap.Models) != 100 || len(p.canon) > 100*5 {
+					t.Errorf("%d models read, %d series remembered: want the first 100 models' 500", len(snap.Models), len(p.canon))
+				}
+				if e := snap.Errors; len(e) == 0 || !strings.Contains(e[len(e)-1].Error(), "49500 series left out: more than 100 models") {
+					t.Errorf("errors %v", e)
+				}
+			}
+			runtime.KeepAlive(p)
 		})
 	}
 }

@@ -73,8 +73,8 @@ type Parser struct {
 	skipSeen  int    // skipped series seen in this parse
 	overModel string // a model past the limit (for the error)
 	models    map[string]*modelAcc
-	gen    uint32
-	lbls   labels.Labels
+	gen       uint32
+	lbls      labels.Labels
 	// deadline, when set, bounds one Parse: a body that takes longer (say,
 	// tens of thousands of new series every scrape) is abandoned.
 	deadline time.Time
@@ -123,7 +123,7 @@ type Parser struct {
 // slot is what the parser learnt about one series the first time it saw it.
 type slot struct {
 	gen    uint32
-	bucket int32 // index into the histogram accumulator, -1 for +Inf
+	bucket int32     // index into the histogram accumulator, -1 for +Inf
 	ref    sampleRef // ref.src nil: not part of the contract
 	model  *modelAcc
 	reason string
