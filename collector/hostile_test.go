@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -141,7 +142,7 @@ func TestHostileBodiesStayWithinTheStateBudget(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-			t.Logf("%s: %d-byte body, state %d bytes (%d series remembered, %d skipped), live heap +%d bytes", kind, size, p.stateBytes(), len(p.canon), len(p.skip), grown)
+			t.Logf("%s: %d-byte body, state %d bytes (%d series remembered), live heap +%d bytes", kind, size, p.stateBytes(), len(p.canon), grown)
 			if grown > int64(p.stateBytes())+1<<20 {
 				t.Errorf("live heap grew by %d bytes, past the state's %d and 1 MiB", grown, p.stateBytes())
 			}
@@ -155,5 +156,47 @@ func TestHostileBodiesStayWithinTheStateBudget(t *testing.T) {
 			}
 			runtime.KeepAlive(p)
 		})
+	}
+}
+
+// Series of models past the model limit are found without the lexer
+// (overLine) and counted as textparse would count them: the same
+// snapshots and errors with and without the fast path, body after body,
+// and nothing remembered for them. Lines it must leave to textparse (an
+// escaped value, labels with a space, a value that is not a number, a
+// repeated line) are among them.
+func TestModelsPastTheLimitAreCountedNotKept(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	for i := range 12 {
+		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m%02d\",engine=\"0\"} %d\n", i, i)
+	}
+	b.WriteString("vllm:num_requests_running{model_name=\"m\\\"q\"} 1\n")
+	b.WriteString("vllm:num_requests_running{model_name=\"m11\",engine=\"0\"} 5\n") // a repeat
+	b.WriteString("vllm:num_requests_running{engine=\"1\", model_name=\"m10\"} 1\n")
+	b.WriteString("# TYPE vllm:generation_tokens_total counter\n")
+	for i := range 12 {
+		fmt.Fprintf(&b, "vllm:generation_tokens_total{model_name=\"m%02d\"} %d\n", i, 100+i)
+	}
+	body := []byte(b.String())
+	fast, _ := NewParser(snapshot.VLLM, ParseOptions{ModelLimit: 4})
+	slow, _ := NewParser(snapshot.VLLM, ParseOptions{ModelLimit: 4})
+	slow.slowOnly = true
+	for i := range 3 {
+		now := time.Unix(int64(i), 0)
+		fs, ferr := fast.Parse(body, "", now)
+		ss, serr := slow.Parse(body, "", now)
+		if ferr != nil || serr != nil {
+			t.Fatal(ferr, serr)
+		}
+		if len(fs.Models) != 4 || fmt.Sprint(fs.Errors) != fmt.Sprint(ss.Errors) || fmt.Sprint(fs.Models) != fmt.Sprint(ss.Models) {
+			t.Fatalf("parse %d: fast %d models, errors %v; slow errors %v", i, len(fs.Models), fs.Errors, ss.Errors)
+		}
+		if !strings.Contains(fmt.Sprint(fs.Errors), "19 series left out: more than 4 models") {
+			t.Errorf("parse %d: errors %v", i, fs.Errors)
+		}
+		if len(fast.cache) != 8 || len(fast.canon) != 8 {
+			t.Errorf("parse %d: %d series cached (%d canonical), want the 4 models' 8", i, len(fast.cache), len(fast.canon))
+		}
 	}
 }

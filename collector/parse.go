@@ -64,17 +64,10 @@ type Parser struct {
 	// canon maps a series' identity (its sorted labels) to its slot, so
 	// that the same series written twice with its labels in another order
 	// is recognised as a duplicate rather than learnt as a second series.
-	canon map[seriesKey]*slot
-	// skip holds the series of models past the model limit, with the
-	// generation of the last parse that saw each: they are left out
-	// without being learnt (no slot, only the key), so that the next body
-	// skips them without lexing.
-	skip      map[seriesKey]uint32
-	skipSeen  int    // skipped series seen in this parse
-	overModel string // a model past the limit (for the error)
-	models    map[string]*modelAcc
-	gen       uint32
-	lbls      labels.Labels
+	canon  map[seriesKey]*slot
+	models map[string]*modelAcc
+	gen    uint32
+	lbls   labels.Labels
 	// deadline, when set, bounds one Parse: a body that takes longer (say,
 	// tens of thousands of new series every scrape) is abandoned.
 	deadline time.Time
@@ -95,7 +88,7 @@ type Parser struct {
 	budget   int    // StateBudget or its default
 
 	// per-parse state
-	learnt         []seriesKey // series first seen in this parse (cached or skipped)
+	learnt         []seriesKey // series first seen in this parse
 	refused        int         // series longer than maxSeriesBytes, left out
 	refusedName    string      // the first one's metric name
 	left           int         // series left out: the state is at its budget
@@ -111,6 +104,7 @@ type Parser struct {
 	seen           int
 	dropped        int
 	droppedModel   string
+	droppedRaw     []byte // the model of the last series dropped, in the body (see overLine)
 	procStart      float64
 	procSeen       bool
 	dupes          int
@@ -163,7 +157,6 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 		st:       labels.NewSymbolTable(),
 		cache:    map[seriesKey]*slot{},
 		canon:    map[seriesKey]*slot{},
-		skip:     map[seriesKey]uint32{},
 		comments: map[seriesKey]*commentSlot{},
 		budget:   budget,
 		models:   map[string]*modelAcc{},
@@ -193,9 +186,9 @@ const deadlineEvery = 256
 // bytes against its budget (ParseOptions.StateBudget, DefaultStateBudget
 // unless set): a series learnt costs slotCost whatever the length of its
 // text (its slot and its keys in the cache and canon maps, hashes, not
-// text), a second spelling of one (its labels in another order) or a
-// series of a model past the model limit costs keyCost (a key in a map),
-// a comment line commentCost. TestStateCostsAreWhatTheBudgetCounts
+// text), a second spelling of one (its labels in another order) keyCost,
+// a comment line commentCost. A series of a model past the model limit
+// costs nothing: it is not remembered (see overLine). TestStateCostsAreWhatTheBudgetCounts
 // measures them on the heap. A series that would take the state past its
 // budget is not learnt: it is left out, and so is its family for its
 // model in that body (a histogram with some of its buckets would be a
@@ -223,7 +216,7 @@ var ErrStateBudget = errors.New("the target's parse state is at its budget")
 
 // stateBytes is what the parser remembers, as counted against its budget.
 func (p *Parser) stateBytes() int {
-	return len(p.canon)*slotCost + (len(p.cache)-len(p.canon))*keyCost + len(p.skip)*keyCost + len(p.comments)*commentCost
+	return len(p.canon)*slotCost + (len(p.cache)-len(p.canon))*keyCost + len(p.comments)*commentCost
 }
 
 // StateBytes is the parser's state as counted against its budget.
@@ -282,7 +275,6 @@ func (p *Parser) resetCache() {
 	}
 	p.cache = map[seriesKey]*slot{}
 	p.canon = map[seriesKey]*slot{}
-	p.skip = map[seriesKey]uint32{}
 	p.comments = map[seriesKey]*commentSlot{}
 	p.head.next = nil
 	p.dirty = true
@@ -318,29 +310,11 @@ func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 		k := keyOf(series)
 		s := p.cache[k]
 		if s == nil {
-			if p.skipped(k) {
-				continue
-			}
 			s = p.learn(tp, series, k)
 		}
 		p.follow(s)
 		p.apply(s, v, series)
 	}
-}
-
-// skipped reports whether k is a series of a model past the model limit,
-// and counts it once a parse.
-func (p *Parser) skipped(k seriesKey) bool {
-	g, ok := p.skip[k]
-	if !ok {
-		return false
-	}
-	if g != p.gen {
-		p.skip[k] = p.gen
-		p.skipSeen++
-		p.dropped++
-	}
-	return true
 }
 
 // follow records that s comes after the previous series, as a guess for
@@ -374,15 +348,14 @@ func (p *Parser) syntaxError(err error) error {
 func (p *Parser) forgetLearnt() {
 	p.dirty = p.dirty || len(p.learnt) > 0
 	for _, k := range p.learnt {
-		s := p.cache[k]
-		if s != nil && p.canon[s.canon] == s {
-			delete(p.canon, s.canon)
-		}
-		if s != nil {
+		// A second spelling of a series learnt before leaves that slot be.
+		if s := p.cache[k]; s != nil && s.key == k {
+			if p.canon[s.canon] == s {
+				delete(p.canon, s.canon)
+			}
 			s.dead = true
 		}
 		delete(p.cache, k)
-		delete(p.skip, k)
 	}
 	for _, k := range p.learntComments {
 		delete(p.comments, k)
@@ -408,7 +381,7 @@ func (p *Parser) begin() {
 	p.shortened, p.shortValue = 0, ""
 	p.refused, p.refusedName = 0, ""
 	p.left, p.leftName = 0, ""
-	p.skipSeen = 0
+	p.droppedRaw = nil
 	p.errs = nil
 }
 
@@ -502,14 +475,9 @@ func (p *Parser) learn(tp textparse.Parser, series []byte, key seriesKey) *slot 
 	acc := p.models[model]
 	if acc == nil {
 		if p.opts.ModelLimit > 0 && len(p.models) >= p.opts.ModelLimit {
-			// Left out without a slot: only its key, to skip it next time.
+			// Left out, not remembered (overLine finds the next body's
+			// without lexing them).
 			s.over, s.left, s.dead = model, false, true
-			p.overModel = model
-			if p.room(keyCost) {
-				p.skip[key] = p.gen
-				p.skipSeen++
-				p.learnt = append(p.learnt, key)
-			}
 			return s
 		}
 		acc = newModelAcc(model, len(p.tab.sources))
@@ -602,7 +570,7 @@ func (p *Parser) apply(s *slot, v float64, series []byte) {
 		p.procStart, p.procSeen = v, true
 	case s.over != "":
 		p.dropped++
-		p.droppedModel = s.over
+		p.droppedModel, p.droppedRaw = s.over, nil
 	}
 }
 
@@ -632,8 +600,8 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 	})
 	if p.dropped > 0 {
 		model := p.droppedModel
-		if model == "" {
-			model = p.overModel
+		if p.droppedRaw != nil {
+			model = string(p.droppedRaw)
 		}
 		p.errs = append(p.errs, &FamilyError{Model: model, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
 	}
@@ -652,13 +620,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 }
 
 func (p *Parser) sweep() {
-	if p.skipSeen != len(p.skip) {
-		for k, g := range p.skip {
-			if g != p.gen {
-				delete(p.skip, k)
-			}
-		}
-	}
+	p.droppedRaw = nil // a slice of the body: do not keep it
 	if p.seen == len(p.cache) && !p.dirty {
 		return
 	}
@@ -675,19 +637,12 @@ func (p *Parser) sweep() {
 			s.dead = true
 		}
 	}
-	removed := false
 	for name, acc := range p.models {
 		if acc.gen != p.gen {
-			delete(p.models, name)
-			removed = true
+			delete(p.models, name) // room for a model over the limit
 		}
 	}
 	p.compactBounds()
-	if removed {
-		// Room for models that were over the limit: let them be learnt again.
-		clear(p.skip)
-		p.overModel = ""
-	}
 }
 
 // compactBounds drops bucket bounds that were not in this body (an old

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/model/value"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
 
 // The text format's fast path, in the spirit of Prometheus' scrape cache:
@@ -75,6 +78,9 @@ func (p *Parser) parseText(body []byte) error {
 		}
 		line := body[off : off+nl+1]
 		kind, ok := p.fastLine(line)
+		if !ok && p.overLine(line) {
+			kind, ok = lineSample, true
+		}
 		if ok {
 			slow = 0
 		} else {
@@ -151,67 +157,10 @@ func (p *Parser) fastLine(line []byte) (lineKind, bool) {
 	return 0, false
 }
 
-// fastSample reads a sample line whose series was learnt (or is one of a
-// model past the model limit, skipped).
+// fastSample reads a sample line whose series was learnt.
 func (p *Parser) fastSample(line []byte) bool {
-	end := 1
-	for isNameChar(line[end]) { // the line ends with '\n', which is not
-		end++
-	}
-	if line[end] == '{' {
-		// A value or timestamp has no '}': the series ends at the last one.
-		j := bytes.LastIndexByte(line, '}')
-		if j < end {
-			return false
-		}
-		end = j + 1
-	}
-	k := end
-	for line[k] == ' ' || line[k] == '\t' {
-		k++
-	}
-	if k == end {
-		return false
-	}
-	vs := k
-	for isValueChar(line[k]) {
-		k++
-	}
-	if k == vs {
-		return false
-	}
-	val := line[vs:k]
-	ws := k
-	for line[k] == ' ' || line[k] == '\t' {
-		k++
-	}
-	if line[k] != '\n' {
-		if k == ws {
-			return false
-		}
-		ts := k
-		for line[k] >= '0' && line[k] <= '9' {
-			k++
-		}
-		if k == ts {
-			return false
-		}
-		if _, err := strconv.ParseInt(string(line[ts:k]), 10, 64); err != nil {
-			return false
-		}
-		for line[k] == ' ' || line[k] == '\t' {
-			k++
-		}
-		if line[k] != '\n' {
-			return false
-		}
-	}
-	// textparse refuses hexadecimal floats (and '_', not a value char here).
-	if bytes.IndexByte(val, 'p') >= 0 || bytes.IndexByte(val, 'P') >= 0 {
-		return false
-	}
-	v, err := strconv.ParseFloat(string(val), 64)
-	if err != nil {
+	end, v, ok := sampleShape(line)
+	if !ok {
 		return false
 	}
 	// The series that followed the last one in the previous body, if it
@@ -223,10 +172,6 @@ func (p *Parser) fastSample(line []byte) bool {
 	s := p.prev.next
 	if s == nil || s.dead || s.key != key {
 		if s = p.cache[key]; s == nil {
-			if p.skipped(key) {
-				p.fastHits++
-				return true
-			}
 			return false
 		}
 	}
@@ -239,6 +184,163 @@ func (p *Parser) fastSample(line []byte) bool {
 	p.fastHits++
 	p.apply(s, v, series)
 	return true
+}
+
+// sampleShape reads a sample line of the shape the fast path accepts
+// (see above): end is where its series text ends, v its value.
+func sampleShape(line []byte) (end int, v float64, ok bool) {
+	end = 1
+	for isNameChar(line[end]) { // the line ends with '\n', which is not
+		end++
+	}
+	if line[end] == '{' {
+		// A value or timestamp has no '}': the series ends at the last one.
+		j := bytes.LastIndexByte(line, '}')
+		if j < end {
+			return 0, 0, false
+		}
+		end = j + 1
+	}
+	k := end
+	for line[k] == ' ' || line[k] == '\t' {
+		k++
+	}
+	if k == end {
+		return 0, 0, false
+	}
+	vs := k
+	for isValueChar(line[k]) {
+		k++
+	}
+	if k == vs {
+		return 0, 0, false
+	}
+	val := line[vs:k]
+	ws := k
+	for line[k] == ' ' || line[k] == '\t' {
+		k++
+	}
+	if line[k] != '\n' {
+		if k == ws {
+			return 0, 0, false
+		}
+		ts := k
+		for line[k] >= '0' && line[k] <= '9' {
+			k++
+		}
+		if k == ts {
+			return 0, 0, false
+		}
+		if _, err := strconv.ParseInt(string(line[ts:k]), 10, 64); err != nil {
+			return 0, 0, false
+		}
+		for line[k] == ' ' || line[k] == '\t' {
+			k++
+		}
+		if line[k] != '\n' {
+			return 0, 0, false
+		}
+	}
+	// textparse refuses hexadecimal floats (and '_', not a value char here).
+	if bytes.IndexByte(val, 'p') >= 0 || bytes.IndexByte(val, 'P') >= 0 {
+		return 0, 0, false
+	}
+	v, err := strconv.ParseFloat(string(val), 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return end, v, true
+}
+
+// overLine reports whether line is a sample of a family the table reads
+// whose model is past the model limit (the limit is reached and the model
+// is not one of those read), found without lexing the line: such a
+// series is not remembered (it would cost a slot each: an engine serving
+// 10,000 models writes hundreds of thousands), so every body would
+// otherwise lex it again. The line is counted as a series left out, as
+// learn would count it. Any line this does not read exactly as textparse
+// would (a shape the fast path does not accept, an escape or a byte that
+// is not UTF-8 in a label value, a label twice, a family whose series are
+// kept or dropped by their labels) is left to textparse.
+func (p *Parser) overLine(line []byte) bool {
+	if p.opts.ModelLimit <= 0 || len(p.models) < p.opts.ModelLimit || !isNameStart(line[0]) {
+		return false
+	}
+	end, _, ok := sampleShape(line)
+	if !ok {
+		return false
+	}
+	open := bytes.IndexByte(line[:end], '{')
+	if open <= 0 {
+		return false
+	}
+	ref, ok := p.tab.samples[string(line[:open])]
+	if !ok || ref.src.kind == kindFinished && p.tab.reasonOf != nil {
+		return false
+	}
+	var model []byte
+	for _, k := range p.tab.modelLabels {
+		v, found, plain := labelValue(line[open:end], k)
+		if !plain {
+			return false
+		}
+		if found && len(v) > 0 {
+			model = v
+			break
+		}
+	}
+	if len(model) == 0 || len(model) > snapshot.MaxLabelValue {
+		return false
+	}
+	if _, known := p.models[string(model)]; known {
+		return false
+	}
+	p.dropped++
+	p.droppedRaw = model
+	return true
+}
+
+// labelValue finds key's value in a label set ({a="x",b="y"}); plain is
+// false when the set is not one this reads as textparse does.
+func labelValue(set []byte, key string) (v []byte, found, plain bool) {
+	if len(set) < 2 || set[0] != '{' || set[len(set)-1] != '}' {
+		return nil, false, false
+	}
+	rest := set[1 : len(set)-1]
+	for len(rest) > 0 {
+		n := 0
+		for n < len(rest) && (isNameStart(rest[n]) && rest[n] != ':' || n > 0 && rest[n] >= '0' && rest[n] <= '9') {
+			n++
+		}
+		if n == 0 || n+1 >= len(rest) || rest[n] != '=' || rest[n+1] != '"' {
+			return nil, false, false
+		}
+		name := rest[:n]
+		rest = rest[n+2:]
+		q := bytes.IndexByte(rest, '"')
+		if q < 0 {
+			return nil, false, false
+		}
+		val := rest[:q]
+		if bytes.IndexByte(val, '\\') >= 0 || bytes.IndexByte(val, '\n') >= 0 || !utf8.Valid(val) {
+			return nil, false, false
+		}
+		if string(name) == key {
+			if found {
+				return nil, false, false // twice
+			}
+			v, found = val, true
+		}
+		rest = rest[q+1:]
+		switch {
+		case len(rest) == 0:
+		case rest[0] == ',':
+			rest = rest[1:]
+		default:
+			return nil, false, false
+		}
+	}
+	return v, found, true
 }
 
 // parseLine reads one line with textparse, given the last TYPE as context:
@@ -286,9 +388,6 @@ func (p *Parser) parseLine(line []byte) (lineKind, bool) {
 		k := keyOf(series)
 		s := p.cache[k]
 		if s == nil {
-			if p.skipped(k) {
-				return lineSample, true
-			}
 			s = p.learn(tp, series, k)
 		}
 		p.follow(s)

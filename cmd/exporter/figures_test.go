@@ -103,6 +103,7 @@ func TestFigures(t *testing.T) {
 		fmt.Printf("figure fleet-200-anon %.1f\n", float64(peak.Load())/1024)
 		fmt.Printf("figure fleet-200-cpu %.2f\n", share)
 		fmt.Printf("figure memory-per-target %.2f\n", (end-idle)/n)
+		fmt.Printf("figure idle-anon %.1f\n", idle)
 	})
 }
 

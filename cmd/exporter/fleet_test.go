@@ -29,7 +29,7 @@ const chartLimitMiB = 192
 // runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 80 %)
 // against 200 targets on loopback: 163 ordinary vLLM engines, 7 serving
 // 100 MB bodies (chunked, so each is read to its 32 MiB cap), and 30
-// hostile ones (testbody.Hostile, each kind three times), scraped every
+// hostile ones (testbody.Hostile, its 14 kinds about twice each), scraped every
 // 5 s (the chart's interval) for 30 s once all ordinary engines are up,
 // while /metrics is read every 15 s. Its peak anonymous resident memory
 // (RssAnon, sampled every 10 ms: the heap, stacks and runtime, what the
@@ -230,8 +230,9 @@ func holdOTLPRequest(t *testing.T, url string, size int, hold time.Duration) {
 }
 
 // TestHostileFleetUnderTheChartLimit runs the built daemon as the chart
-// runs it against 200 targets on loopback, 170 ordinary vLLM engines (the
-// 664-sample body) and 30 hostile ones of one kind, each kind in turn:
+// runs it against 200 targets on loopback, 170 ordinary engines (the
+// llama.cpp capture of TestFleetMemoryUnderTheChartLimit, or
+// GOODPUT_FLEET_ORDINARY) and 30 hostile ones of one kind, each kind in turn:
 // 100 MB bodies, 10,000 models in one body, 50,000 bucket bounds new
 // every scrape, 8 KiB label values new every scrape, 500 labels a line
 // (testbody.Hostile's huge, models, bounds, longvalues, labels). Every
@@ -248,7 +249,11 @@ func TestHostileFleetUnderTheChartLimit(t *testing.T) {
 	if os.Getenv("GOODPUT_FLEET_MEMORY") == "" || testing.Short() {
 		t.Skip("set GOODPUT_FLEET_MEMORY=1 to run (about four minutes, heavy)")
 	}
-	medium, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", "vllm", "v1-latest-from-source.prom"))
+	fixture := "llamacpp/server-cuda-2026-lfm2.5-8b.prom"
+	if f := os.Getenv("GOODPUT_FLEET_ORDINARY"); f != "" {
+		fixture = f
+	}
+	medium, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", fixture))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +316,8 @@ func TestHostileFleetUnderTheChartLimit(t *testing.T) {
 			}
 			stop()
 			anon := float64(peak.Load()) / 1024
-			t.Logf("figures: %d ordinary + %d %s: peak anonymous RSS %.1f MiB, VmHWM %.1f MiB, CPU %.1f %% of a core, slowest /metrics %v",
-				ordinary, hostileN, kind, anon, procStatusMiB(t, pid, "VmHWM"), share, slowest.Round(time.Millisecond))
+			t.Logf("figures: %d ordinary (%s) + %d %s: peak anonymous RSS %.1f MiB, VmHWM %.1f MiB, CPU %.1f %% of a core, slowest /metrics %v",
+				ordinary, fixture, hostileN, kind, anon, procStatusMiB(t, pid, "VmHWM"), share, slowest.Round(time.Millisecond))
 			if anon == 0 {
 				t.Fatal("RssAnon never read")
 			}

@@ -119,6 +119,7 @@ func run(doc string, count int) error {
 		{"cpu-100-models-15s", "fig-cpu-100-models-15s", "%s %% of a core", "the same, the next 60 s, Prometheus reading every 15 s"},
 		{"rss-100-models", "fig-rss-100-models", "%s MiB", "VmRSS of the daemon at the end of those two minutes"},
 		{"memory-per-target", "fig-memory-per-target", "%s MiB a target", "what a target adds to the daemon's anonymous resident memory (RssAnon), 200 ordinary vLLM engines (the 664-sample body) against an idle daemon, as the chart runs it (192 MiB limit)"},
+		{"idle-anon", "fig-idle-memory", "%s MiB", "anonymous resident memory (RssAnon) of the daemon with no target, 3 s after its start, as the chart runs it"},
 		{"fleet-200-anon", "fig-fleet-200-memory", "%s MiB", "peak anonymous resident memory (RssAnon, sampled every 10 ms) of the daemon for those 200 engines over 30 s, against the chart's 192 MiB limit"},
 		{"fleet-200-cpu", "fig-fleet-200-cpu", "%s %% of a core", "its CPU time over those 30 s (collection every 5 s, `/metrics` read every 15 s)"},
 	} {
