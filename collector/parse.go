@@ -214,6 +214,19 @@ const (
 // reported with (errors.Is on a snapshot's errors).
 var ErrStateBudget = errors.New("the target's parse state is at its budget")
 
+// Why series of a body are left out (Snapshot.LeftOut): the target's
+// parse state is at its budget (the series' family is left out for its
+// model), the series' model is past model_limit, the series is longer
+// than 16 KiB.
+const (
+	LeftOutStateBudget = "state_budget"
+	LeftOutModelLimit  = "model_limit"
+	LeftOutTooLong     = "too_long"
+)
+
+// LeftOutReasons lists them, so that counters can start at 0.
+var LeftOutReasons = []string{LeftOutStateBudget, LeftOutModelLimit, LeftOutTooLong}
+
 // stateBytes is what the parser remembers, as counted against its budget.
 func (p *Parser) stateBytes() int {
 	return len(p.canon)*slotCost + (len(p.cache)-len(p.canon))*keyCost + len(p.comments)*commentCost
@@ -610,6 +623,14 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 	}
 	if p.refused > 0 {
 		p.errs = append(p.errs, &FamilyError{Family: p.refusedName, Err: fmt.Errorf("%d series left out unread: longer than %d bytes (engines write about a hundred)", p.refused, maxSeriesBytes)})
+	}
+	if p.left > 0 || p.dropped > 0 || p.refused > 0 {
+		snap.LeftOut = map[string]int{}
+		for r, n := range map[string]int{LeftOutStateBudget: p.left, LeftOutModelLimit: p.dropped, LeftOutTooLong: p.refused} {
+			if n > 0 {
+				snap.LeftOut[r] = n
+			}
+		}
 	}
 	snap.Errors = p.errs
 	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
