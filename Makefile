@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes
+.PHONY: all build test lint fmt-check vet bench figures demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes
 
 all: build test
 
@@ -97,7 +97,16 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
-# bench reproduces docs/benchmarks.md.
+# figures measures every figure of docs/benchmarks.md's "Cited figures"
+# again (parse benchmarks against expfmt and PromParser, render against
+# parse, the whole daemon's CPU time and memory from /proc) and rewrites
+# the table with the commit, date and machine; about five minutes. Commit
+# first: a figure names the commit it was measured at, and
+# internal/docscheck fails when what it measures changed after it.
+figures:
+	nice $(GO) run ./test/figures
+
+# bench runs every benchmark (docs/benchmarks.md describes them).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=6 ./collector/ ./exporter/ ./goodput/ ./sim/ ./collector/gpu/ ./diagnosis/ | tee bench.out
 

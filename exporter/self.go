@@ -28,6 +28,7 @@ type selfMetrics struct {
 	discontinuities *prometheus.Desc
 	duplicates      *prometheus.Desc
 	shortened       *prometheus.Desc
+	leftOut         *prometheus.Desc
 
 	mu      sync.Mutex
 	targets map[string]*targetCounters
@@ -48,6 +49,7 @@ type targetCounters struct {
 	otherDisc   map[string]float64
 	dupes       float64
 	shortened   float64
+	leftOut     []float64 // by collector.LeftOutReasons
 }
 
 func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
@@ -90,6 +92,9 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 		shortened: prometheus.NewDesc("goodput_exporter_target_shortened_label_values_total",
 			"Series of an engine body whose model name or finish reason was longer than 512 bytes and was shortened to its first bytes, an ellipsis and 16 hex digits of its SHA-256; counted on every scrape.",
 			[]string{"target"}, nil),
+		leftOut: prometheus.NewDesc("goodput_exporter_target_series_left_out_total",
+			"Series of an engine body left out unread, by reason: state_budget (the target's parse state is at its budget; the family is left out for the series' model), model_limit (a model past the target's model_limit), too_long (a series longer than 16 KiB); counted on every scrape.",
+			[]string{"target", "reason"}, nil),
 		targets: map[string]*targetCounters{},
 	}
 	reg.MustRegister(m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors, m.targetsLeftOut)
@@ -105,8 +110,9 @@ func (m *selfMetrics) init(target string) *targetCounters {
 	c := m.targets[target]
 	if c == nil {
 		c = &targetCounters{
-			errors: make([]float64, len(collector.ScrapeReasons)),
-			disc:   make([]float64, len(goodput.DiscontinuityKinds)),
+			errors:  make([]float64, len(collector.ScrapeReasons)),
+			disc:    make([]float64, len(goodput.DiscontinuityKinds)),
+			leftOut: make([]float64, len(collector.LeftOutReasons)),
 		}
 		m.targets[target] = c
 	}
@@ -170,6 +176,15 @@ func (c *targetCounters) shortenedValues(n int) {
 	c.mu.Unlock()
 }
 
+// leftOutSeries adds a body's series left out, by reason.
+func (c *targetCounters) leftOutSeries(by map[string]int) {
+	c.mu.Lock()
+	for i, r := range collector.LeftOutReasons {
+		c.leftOut[i] += float64(by[r])
+	}
+	c.mu.Unlock()
+}
+
 // emit sends every target's own series to s (the series cache sorts them).
 func (m *selfMetrics) emit(s collector.Sink) {
 	m.mu.Lock()
@@ -196,6 +211,9 @@ func (m *selfMetrics) emit(s collector.Sink) {
 		}
 		s.Sample(m.duplicates, prometheus.CounterValue, c.dupes, collector.Labels(name))
 		s.Sample(m.shortened, prometheus.CounterValue, c.shortened, collector.Labels(name))
+		for i, r := range collector.LeftOutReasons {
+			s.Sample(m.leftOut, prometheus.CounterValue, c.leftOut[i], collector.Labels(name, r))
+		}
 		c.mu.Unlock()
 	}
 }

@@ -317,6 +317,9 @@ func (t *target) scrape(ctx context.Context) {
 			}
 		}
 		st.shortened = snap.Shortened > 0
+		if len(snap.LeftOut) > 0 {
+			t.ctr.leftOutSeries(snap.LeftOut) // each reason's error is logged as a family left out
+		}
 		t.diagnose(start, snap)
 		t.hist.Record(start, snap, t.tracker)
 	}
