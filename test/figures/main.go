@@ -43,6 +43,7 @@ var (
 	parseRoots  = []string{"./collector", "./test/figures"}
 	renderRoots = []string{"./exporter", "./test/figures"}
 	daemonRoots = []string{"./cmd/exporter", "./test/figures"}
+	proxyRoots  = []string{"./proxy", "./test/figures"}
 )
 
 const (
@@ -66,7 +67,7 @@ type figure struct {
 }
 
 func run(doc string, count int) error {
-	for _, roots := range [][]string{parseRoots, renderRoots, daemonRoots} {
+	for _, roots := range [][]string{parseRoots, renderRoots, daemonRoots, proxyRoots} {
 		paths, err := figures.Paths(roots)
 		if err != nil {
 			return err
@@ -108,6 +109,28 @@ func run(doc string, count int) error {
 	}
 	figs = append(figs, figure{"fig-render-vs-parse", fmt.Sprintf("%.1f ms a render, %.2f× a steady parse", r["render-ms/op"], r["render/parse"]),
 		"rendering the exposition of one vLLM engine of 100 models (its series, not gzip) against parsing its 33,200-sample body, in the same loop (`BenchmarkRenderVsParse`, medians of 5)", renderRoots})
+
+	fmt.Fprintln(os.Stderr, "figures: the measuring proxy")
+	pc, err := benchMedians("^BenchmarkChunkCPU$/^paced$", "30x", count, "./proxy/")
+	if err != nil {
+		return err
+	}
+	pl, err := benchMedians("^BenchmarkAddedLatency$/^streams=1$", "3x", min(count, 3), "./proxy/")
+	if err != nil {
+		return err
+	}
+	if pc["ratio"] == 0 || pc["reverseproxy-cpu-ns/chunk"] == 0 {
+		return fmt.Errorf("BenchmarkChunkCPU reported no ratio: %v", pc)
+	}
+	ttfb, ok := pl["added-ttfb-p50-µs"]
+	if !ok {
+		return fmt.Errorf("BenchmarkAddedLatency reported no added-ttfb-p50-µs: %v", pl)
+	}
+	figs = append(figs,
+		figure{"fig-proxy-cpu-per-chunk", fmt.Sprintf("%.2f×", pc["ratio"]),
+			"CPU time per streamed chunk of the measuring proxy over a bare `httputil.ReverseProxy` in the same run, chunks arriving one at a time as a decoding engine writes them (`BenchmarkChunkCPU/paced`, medians)", proxyRoots},
+		figure{"fig-proxy-added-latency", fmt.Sprintf("%.0f µs", ttfb),
+			"time to first byte through the measuring proxy minus direct, p50, one stream (`BenchmarkAddedLatency/1`, median; wall time, as latency is)", proxyRoots})
 
 	fmt.Fprintln(os.Stderr, "figures: the whole daemon (about three minutes)")
 	d, err := daemon()
@@ -205,6 +228,33 @@ func renderBench(count int) (map[string]float64, error) {
 	}
 	return med, nil
 }
+
+// benchMedians runs the benchmarks that match in pkg and returns the
+// median of each metric they report.
+func benchMedians(bench, benchtime string, count int, pkg string) (map[string]float64, error) {
+	out, err := figures.Output("go", "test", "-run", "^$", "-count", strconv.Itoa(count), "-benchtime", benchtime, "-bench", bench, pkg)
+	if err != nil {
+		return nil, err
+	}
+	runs := map[string][]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		for _, m := range benchMetric.FindAllStringSubmatch(line, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			runs[m[2]] = append(runs[m[2]], v)
+		}
+	}
+	med := map[string]float64{}
+	for k, v := range runs {
+		slices.Sort(v)
+		med[k] = v[len(v)/2]
+	}
+	return med, nil
+}
+
+var benchMetric = regexp.MustCompile(`(-?[\d.]+) (\S+)`)
 
 // daemon runs cmd/exporter's TestFigures and returns what it printed.
 func daemon() (map[string]string, error) {
