@@ -318,7 +318,7 @@ func (e *Exporter) leverHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "use POST to switch a lever", http.StatusMethodNotAllowed)
 		return
 	}
-	if why := crossOrigin(r); why != "" {
+	if why := e.refuseWrite(r); why != "" {
 		http.Error(w, "cross-site lever switch refused: "+why, http.StatusForbidden)
 		return
 	}
