@@ -109,7 +109,7 @@ var rejectReasons = []string{RejectTooLarge, RejectMalformed, RejectMedia, Rejec
 type Receiver struct {
 	opts        Options
 	spans       [9]atomic.Uint64 // by index in Results
-	implausible [4]atomic.Uint64 // by index in Reasons
+	implausible [7]atomic.Uint64 // by index in Reasons
 	rejected    sync.Map         // transport+"\x00"+reason -> *atomic.Uint64
 	batches     sync.Pool
 	dedup       *dedup
@@ -147,7 +147,7 @@ func New(o Options) *Receiver {
 			"Whole OTLP export requests refused before any span was read: too_large (over --otlp.max-request-size), malformed (not a trace export in the declared encoding), unsupported_media_type, method_not_allowed, over_inflight_limit (past --otlp.max-inflight-requests or --otlp.max-inflight-bytes: HTTP 429, gRPC RESOURCE_EXHAUSTED, the sender retries).",
 			[]string{"transport", "reason"}, nil),
 		implausibleDesc: prometheus.NewDesc("goodput_exporter_otlp_implausible_spans_total",
-			"Request spans refused because a value cannot be true, by reason: completion_tokens_over_max_tokens (more than the request's gen_ai.request.max_tokens times its sequences), completion_tokens_over_ceiling (over --otlp.max-completion-tokens), latency_over_a_day, model_name_too_long (over 256 bytes).",
+			"Request spans refused because a value cannot be true, by reason: completion_tokens_over_max_tokens (more than the request's gen_ai.request.max_tokens times its sequences), completion_tokens_over_ceiling (over --otlp.max-completion-tokens), latency_over_a_day, model_name_too_long (over 256 bytes), time_before_2000 (a start time before 2000, or unset), time_over_a_day_ahead (an end more than a day after the daemon's clock), end_before_start.",
 			[]string{"reason"}, nil),
 		inflightReqDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_requests",
 			"OTLP export requests being served now (at most --otlp.max-inflight-requests).", nil, nil),
@@ -196,6 +196,7 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 			}
 		}
 	}
+	now := time.Now()
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -216,7 +217,7 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 					notReq++
 					continue
 				}
-				if why := implausible(span, &req, r.opts.MaxCompletionTokens); why != "" {
+				if why := implausible(span, &req, r.opts.MaxCompletionTokens, now); why != "" {
 					implaus++
 					r.implausible[slices.Index(Reasons, why)].Add(1)
 					continue
