@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -140,8 +142,9 @@ func (r *Receiver) RegisterGRPC(s *grpc.Server) {
 // unauthenticated stream's message never is.
 func exportHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	r := srv.(*Receiver)
-	if ctx.Err() != nil {
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if err := ctx.Err(); err != nil {
+		r.noteReset(ctx, err)
+		return nil, status.FromContextError(err).Err()
 	}
 	if !r.grpcLimit.acquire(0) {
 		r.reject(TransportGRPC, RejectInflight)
@@ -152,6 +155,9 @@ func exportHandler(srv any, ctx context.Context, dec func(any) error, intercepto
 	handle := func(ctx context.Context, _ any) (any, error) {
 		var m wireMessage
 		if err := dec(&m); err != nil {
+			if status.Code(err) == codes.Canceled {
+				r.noteReset(ctx, context.Canceled)
+			}
 			return nil, err
 		}
 		if !r.grpcLimit.grow(int64(len(m.b))) {
@@ -170,4 +176,15 @@ func exportHandler(srv any, ctx context.Context, dec func(any) error, intercepto
 		return handle(ctx, nil)
 	}
 	return interceptor(ctx, nil, &grpc.UnaryServerInfo{Server: srv, FullMethod: exportMethod}, handle)
+}
+
+// noteReset counts a stream its client cancelled (RST_STREAM) against its
+// connection's reset rate.
+func (r *Receiver) noteReset(ctx context.Context, err error) {
+	if !errors.Is(err, context.Canceled) {
+		return
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		r.guard.reset(p.Addr.String(), time.Now())
+	}
 }

@@ -59,9 +59,9 @@ func rapidReset(ctx context.Context, addr string, n *atomic.Int64) {
 // while legitimate exports are sent over gRPC and HTTP one after another:
 // every legitimate export is accepted and folded. The attacker's streams
 // never send a message, so they hold no bytes, and at most one request
-// slot a connection (the per-connection stream cap), 4 of the 8; HTTP
-// has a budget of its own.
-// Before, each attacking stream was charged the 4 MiB it might send from
+// slot a connection (the per-connection stream cap), 4 of the 8; a
+// connection that resets more than MaxResetsPerSecond streams a second is
+// closed (the attacker reconnects); HTTP has a budget of its own. Before, each attacking stream was charged the 4 MiB it might send from
 // the budget HTTP shared, and HTTP exports were answered 429.
 func TestRapidResetLeavesExportsAccepted(t *testing.T) {
 	s := &sink{}
@@ -143,6 +143,10 @@ func TestRapidResetLeavesExportsAccepted(t *testing.T) {
 	stopAttack()
 	wg.Wait()
 	t.Logf("%d streams written (opened and reset) by the attacker during %d exports on each transport (gRPC %v, HTTP %v)", opened.Load(), exports, grpcTook, httpTook)
+	t.Logf("%d attacking connections closed for resetting more than %d streams a second", r.ResetFloodClosed(), MaxResetsPerSecond)
+	if r.ResetFloodClosed() == 0 {
+		t.Errorf("no attacking connection was closed")
+	}
 	if !stillAttacking {
 		t.Errorf("the exports outlasted the attack's 20 s bound")
 	}

@@ -116,8 +116,9 @@ type Receiver struct {
 	// The transports' budgets are apart, so that neither can starve the
 	// other: a flood of gRPC streams leaves HTTP exports their own.
 	httpLimit, grpcLimit inflight
+	guard                resetGuard
 
-	spansDesc, rejectedDesc, implausibleDesc, inflightReqDesc, inflightBytesDesc, dedupDesc *prometheus.Desc
+	spansDesc, rejectedDesc, implausibleDesc, inflightReqDesc, inflightBytesDesc, dedupDesc, resetFloodDesc *prometheus.Desc
 }
 
 // New returns a receiver.
@@ -137,7 +138,7 @@ func New(o Options) *Receiver {
 	if o.MaxCompletionTokens <= 0 {
 		o.MaxCompletionTokens = DefaultMaxCompletionTokens
 	}
-	return &Receiver{
+	r := &Receiver{
 		opts:      o,
 		dedup:     newDedup(o.DedupWindow, o.DedupSpans),
 		httpLimit: inflight{maxReqs: o.MaxInflightRequests, maxBytes: o.MaxInflightBytes},
@@ -156,9 +157,13 @@ func New(o Options) *Receiver {
 			"OTLP export requests being served now, by transport (at most --otlp.max-inflight-requests each; a gRPC stream from before its message is read).", []string{"transport"}, nil),
 		inflightBytesDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_bytes",
 			"Bytes the OTLP export requests being served hold now, by transport, as charged against --otlp.max-inflight-bytes (each transport its own): an HTTP body as read, a gRPC message once gRPC has read it.", []string{"transport"}, nil),
+		resetFloodDesc: prometheus.NewDesc("goodput_exporter_otlp_grpc_reset_flood_connections_total",
+			"gRPC connections the OTLP receiver closed because their client cancelled more than 100 streams in one second (HTTP/2 rapid reset).", nil, nil),
 		dedupDesc: prometheus.NewDesc("goodput_exporter_otlp_dedup_spans",
 			"Spans the duplicate filter remembers now (at most --otlp.dedup-max-spans, 8-byte hashes).", nil, nil),
 	}
+	r.guard.conns = map[string]*guardedConn{}
+	return r
 }
 
 // Outcome counts what became of the spans of one export request.
@@ -478,6 +483,7 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	ch <- r.inflightReqDesc
 	ch <- r.inflightBytesDesc
 	ch <- r.dedupDesc
+	ch <- r.resetFloodDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -506,6 +512,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(r.inflightBytesDesc, prometheus.GaugeValue, float64(bytes), t.name)
 	}
 	ch <- prometheus.MustNewConstMetric(r.dedupDesc, prometheus.GaugeValue, float64(r.dedup.size()))
+	ch <- prometheus.MustNewConstMetric(r.resetFloodDesc, prometheus.CounterValue, float64(r.guard.closed.Load()))
 }
 
 // Rejected returns the count of whole requests refused for a reason.
@@ -523,6 +530,15 @@ func (r *Receiver) Implausible(reason string) uint64 {
 	}
 	return 0
 }
+
+// ResetFloodClosed returns the gRPC connections closed for resetting too
+// fast.
+func (r *Receiver) ResetFloodClosed() uint64 { return r.guard.closed.Load() }
+
+// GuardListener wraps the gRPC server's listener so that a connection
+// whose client cancels more than MaxResetsPerSecond streams a second is
+// closed.
+func (r *Receiver) GuardListener(l net.Listener) net.Listener { return guardListener{l, &r.guard} }
 
 // Inflight returns the requests and bytes in flight now, over both
 // transports.
