@@ -58,7 +58,9 @@ type statusTarget struct {
 	// spans, from vLLM or the measuring proxy) or bounds (histograms).
 	Goodput      string
 	FamilyErrors []string
-	Models       []string
+	// Implausible are the series whose increase the last scrape refused.
+	Implausible []string
+	Models      []string
 	// Verdict is "pending", "warming up", "none" or the raised modes.
 	Verdict     string
 	Failing     bool
@@ -137,6 +139,7 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		s.Error = st.lastErr
 	}
 	s.FamilyErrors = st.familyErrs
+	s.Implausible = st.implausible
 	if st.snap != nil {
 		for _, m := range st.snap.Models {
 			s.Models = append(s.Models, m.Name)
@@ -318,7 +321,7 @@ func (e *Exporter) leverHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "use POST to switch a lever", http.StatusMethodNotAllowed)
 		return
 	}
-	if why := crossOrigin(r); why != "" {
+	if why := e.refuseWrite(r); why != "" {
 		http.Error(w, "cross-site lever switch refused: "+why, http.StatusForbidden)
 		return
 	}
