@@ -41,9 +41,13 @@ type aiperfStat struct {
 	Avg  *float64 `json:"avg"`
 }
 
-var aiperfKinds = map[string]goodput.Kind{
-	"time_to_first_token": goodput.KindTTFT, "inter_token_latency": goodput.KindITL,
-	"request_latency": goodput.KindE2E,
+// aiperfKinds: AIPerf's (and GenAI-Perf's) inter_token_latency is per
+// request, (request_latency - time_to_first_token) / (output tokens - 1),
+// and its summary's percentiles are over requests: TPOT as vLLM defines
+// it, and the per-request mean gap that itl is judged on.
+var aiperfKinds = map[string][]goodput.Kind{
+	"time_to_first_token": {goodput.KindTTFT}, "inter_token_latency": {goodput.KindITL, goodput.KindTPOT},
+	"request_latency": {goodput.KindE2E},
 }
 
 func readAIPerf(path string) ([]Point, error) {
@@ -85,6 +89,9 @@ func parseAIPerf(body []byte, path string) ([]Point, error) {
 		return nil, fmt.Errorf("AIPerf profile export: %w", err)
 	}
 	version := "AIPerf"
+	if t, _ := classify(body); t == ToolGenAIPerf {
+		version = "GenAI-Perf export"
+	}
 	if raw := top["aiperf_version"]; raw != nil {
 		var v string
 		if json.Unmarshal(raw, &v) == nil && v != "" {
@@ -149,7 +156,7 @@ func aiperfPoint(top map[string]json.RawMessage, file string) (Point, error) {
 		return p, fmt.Errorf("%s records no request_rate or concurrency, and request_throughput.avg is missing", field)
 	}
 
-	for name, kind := range aiperfKinds {
+	for name, kinds := range aiperfKinds {
 		m, err := obj(top[name])
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", name, err)
@@ -169,7 +176,9 @@ func aiperfPoint(top map[string]json.RawMessage, file string) (Point, error) {
 				return p, fmt.Errorf("%s.%s: %w", name, k, err)
 			}
 			if s, known := aiperfSeconds(unit, v); ok && known {
-				p.setPct(kind, pct, s)
+				for _, kind := range kinds {
+					p.setPct(kind, pct, s)
+				}
 			}
 		}
 	}
@@ -246,6 +255,13 @@ func aiperfLoad(top map[string]json.RawMessage) (rate, conc float64, field strin
 	lg, err := path(top, "input_config", "loadgen")
 	if err != nil {
 		return 0, 0, field, err
+	}
+	if lg == nil {
+		// GenAI-Perf keeps the load at the top of input_config
+		field = "input_config"
+		if lg, err = path(top, "input_config"); err != nil {
+			return 0, 0, field, err
+		}
 	}
 	m, err := obj(lg)
 	if err != nil {

@@ -36,7 +36,7 @@ func Report(w io.Writer, c ReportOptions) error {
 	}
 	hourly, currency := c.Hourly, c.Currency
 	if len(results) > 1 {
-		fmt.Fprintf(w, "The files hold %d sweeps of different load kinds; each is judged on its own.\n\n", len(results))
+		fmt.Fprintf(w, "The files hold %d sweeps (of different load kinds or settings); each is judged on its own.\n\n", len(results))
 	}
 	for i, res := range results {
 		if i > 0 {
@@ -58,13 +58,13 @@ func Report(w io.Writer, c ReportOptions) error {
 		return fmt.Errorf("baseline: %w", err)
 	}
 	if len(bases) != len(results) || slices.ContainsFunc(bases, func(b *Result) bool {
-		return !slices.ContainsFunc(results, func(r *Result) bool { return r.Kind == b.Kind })
+		return !slices.ContainsFunc(results, func(r *Result) bool { return r.Kind == b.Kind && r.Setting == b.Setting })
 	}) {
 		return fmt.Errorf("baseline: its sweeps (%s) are not of the load kinds of the files judged (%s)", kinds(bases), kinds(results))
 	}
 	var problems []string
 	for _, base := range bases {
-		i := slices.IndexFunc(results, func(r *Result) bool { return r.Kind == base.Kind })
+		i := slices.IndexFunc(results, func(r *Result) bool { return r.Kind == base.Kind && r.Setting == base.Setting })
 		bk := base.KneePoint()
 		fmt.Fprintf(w, "\nbaseline %s knee: round %d at %s, %s tok/s of goodput\n", base.Kind, bk.Round,
 			LoadText(&bk.Point), Thousands(bk.Goodput))
@@ -83,7 +83,11 @@ func Report(w io.Writer, c ReportOptions) error {
 func kinds(rs []*Result) string {
 	var out []string
 	for _, r := range rs {
-		out = append(out, string(r.Kind))
+		k := string(r.Kind)
+		if r.Setting != "" {
+			k += " (" + r.Setting + ")"
+		}
+		out = append(out, k)
 	}
 	return strings.Join(out, ", ")
 }

@@ -50,6 +50,8 @@ func Sig3(v float64) string {
 // (5.86 req/s achieved)", "concurrency 4".
 func LoadText(p *Point) string {
 	switch {
+	case p.NoLoad:
+		return "no load recorded"
 	case p.Kind == LoadConcurrency:
 		return "concurrency " + Sig3(p.Concurrency)
 	case p.MaxThroughput:
@@ -64,6 +66,8 @@ func LoadText(p *Point) string {
 
 func loadCell(p *Point) string {
 	switch {
+	case p.NoLoad:
+		return "none recorded"
 	case p.Kind == LoadConcurrency:
 		return Sig3(p.Concurrency)
 	case p.MaxThroughput:
@@ -111,7 +115,11 @@ func (r *Result) Describe() string {
 // Write prints the judged sweep as a table, then the knee and what it
 // sizes. currency labels the cost.
 func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
-	fmt.Fprintf(w, "%s %s sweep, SLO %q: %s\n", r.Tool, r.Kind, r.SLO.Name, objectivesText(r.SLO))
+	setting := ""
+	if r.Setting != "" {
+		setting = " (" + r.Setting + ")"
+	}
+	fmt.Fprintf(w, "%s %s sweep%s, SLO %q: %s\n", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO))
 	fmt.Fprintf(w, "%s.\n", r.Describe())
 	for _, p := range r.Points {
 		if p.Kind == LoadRate && !p.RateSet {
@@ -129,8 +137,14 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	for i := range r.Points {
 		p := &r.Points[i]
 		verdict := "missed"
-		if p.Met {
+		switch {
+		case p.Met:
 			verdict = "met"
+		case p.Failed:
+			verdict = "missed (no successful request)"
+		}
+		if len(p.Repeats) > 1 {
+			verdict += fmt.Sprintf(", %d runs", len(p.Repeats))
 		}
 		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
@@ -141,6 +155,25 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if lo, hi, ok := p.Spread(); ok {
+			how := "their mean, met only if every run met the SLO"
+			if p.Pooled {
+				how = "their requests pooled and judged as one round"
+			}
+			spread := 0.0
+			if hi > 0 {
+				spread = 100 * (hi - lo) / hi
+			}
+			fmt.Fprintf(w, "round %d (%s) is %d runs at one load (%s): goodput %s to %s tok/s, a spread of %.1f%%\n",
+				p.Round, LoadText(&p.Point), len(p.Repeats), how, Thousands(lo), Thousands(hi), spread)
+		}
+		if p.NoLoad {
+			fmt.Fprintf(w, "round %d (%s) records no load (no rate, concurrency or achieved rate) and no successful request: listed, not placed on the load axis\n",
+				p.Round, p.Source)
+		}
+	}
 	k := r.KneePoint()
 	fmt.Fprintln(w)
 	switch {
@@ -149,7 +182,7 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	case r.KneeReached:
 		fmt.Fprintf(w, "knee: round %d at %s, %s tok/s of goodput\n", k.Round, LoadText(&k.Point), Thousands(k.Goodput))
 	default:
-		fmt.Fprintf(w, "knee not reached: goodput still rose at the last round (%d, %s); capacity is at least %s tok/s of goodput (a lower bound)\n",
+		fmt.Fprintf(w, "knee not reached: no round at a load above round %d (%s) missed the SLO; capacity is at least %s tok/s of goodput (a lower bound)\n",
 			k.Round, LoadText(&k.Point), Thousands(k.Goodput))
 	}
 	if r.Safe >= 0 {
