@@ -143,3 +143,5 @@ func (j *Judged) Spread() (lo, hi float64, ok bool) {
 	}
 	return lo, hi, true
 }
+
+func sortFloats(v []float64) { slices.Sort(v) }

@@ -19,6 +19,9 @@ type ReportOptions struct {
 	Hourly   float64     // one replica's price per hour (0: no cost)
 	Currency string
 	MaxDrop  float64 // largest allowed fall of the knee's goodput against Baseline, as a ratio
+	// HTML, when set, receives the self-contained HTML page of the
+	// judged sweeps (WriteHTML).
+	HTML io.Writer
 }
 
 // ErrRegressed is Report's error when the gate trips; its reasons were
@@ -38,6 +41,7 @@ func Report(w io.Writer, c ReportOptions) error {
 	if len(results) > 1 {
 		fmt.Fprintf(w, "The files hold %d sweeps (of different load kinds or settings); each is judged on its own.\n\n", len(results))
 	}
+	var sizings []Sizing
 	for i, res := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -46,8 +50,14 @@ func Report(w io.Writer, c ReportOptions) error {
 		if err != nil {
 			return err
 		}
+		sizings = append(sizings, sizing)
 		if err := res.Write(w, sizing, currency); err != nil {
 			return err
+		}
+	}
+	if c.HTML != nil {
+		if err := WriteHTML(c.HTML, results, sizings, currency); err != nil {
+			return fmt.Errorf("HTML report: %w", err)
 		}
 	}
 	if len(c.Baseline) == 0 {

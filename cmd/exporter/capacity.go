@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/goodput-exporter/goodput-exporter/capacity"
 	"github.com/goodput-exporter/goodput-exporter/config"
@@ -17,6 +19,7 @@ type capacityCmd struct {
 	Peak        float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
 	ReplicaGPUs int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
 	Baseline    []string `name:"baseline" sep:"none" placeholder:"FILE" help:"Sweep to compare against (repeat for several files); exit non-zero when the knee regressed."`
+	HTML        string   `name:"html" placeholder:"FILE" help:"Also write a self-contained HTML page (charts of goodput, throughput and each objective's percentile against load, the knee and safe capacity marked, and the table) to FILE."`
 	MaxDrop     float64  `name:"max-drop" default:"0.05" help:"Largest allowed fall of the knee's goodput against --baseline, as a ratio (0.05 is 5%)."`
 	Files       []string `arg:"" name:"file" help:"Sweep results: a GuideLLM benchmarks report (.json/.yaml), AIPerf run directories or profile_export_aiperf.json files, or vllm bench serve result files. Rate and concurrency runs are judged as two sweeps."`
 }
@@ -50,5 +53,17 @@ func (c *capacityCmd) Run(e *env) error {
 		}
 		opts.Currency = cfg.Pricing.Currency
 	}
-	return capacity.Report(e.stdout, opts)
+	if c.HTML == "" {
+		return capacity.Report(e.stdout, opts)
+	}
+	var page bytes.Buffer
+	opts.HTML = &page
+	err = capacity.Report(e.stdout, opts)
+	if page.Len() > 0 {
+		// written even when the gate tripped: the page shows why
+		if werr := os.WriteFile(c.HTML, page.Bytes(), 0o644); werr != nil {
+			return errors.Join(err, fmt.Errorf("--html: %w", werr))
+		}
+	}
+	return err
 }

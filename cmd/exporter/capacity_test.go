@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,10 +89,10 @@ func TestCapacityMixedLoadKinds(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	for _, want := range []string{
-		"The files hold 2 sweeps of different load kinds; each is judged on its own.",
+		"The files hold 2 sweeps (of different load kinds or settings); each is judged on its own.",
 		"aiperf rate sweep", "aiperf concurrency sweep",
-		"knee not reached: goodput still rose at the last round (3, 1.2 req/s)",
-		"knee not reached: goodput still rose at the last round (2, concurrency 8)",
+		"knee not reached: no round at a load above round 3 (1.2 req/s) missed the SLO",
+		"knee not reached: no round at a load above round 2 (concurrency 8) missed the SLO",
 		"cost at the best passing round (round 3, 1.2 req/s; not a knee",
 	} {
 		if !strings.Contains(out, want) {
@@ -104,5 +105,24 @@ func TestCapacityMixedLoadKinds(t *testing.T) {
 	args = append([]string{"capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", files[0]}, files...)
 	if _, _, err := runArgs(args...); err == nil || !strings.Contains(err.Error(), "not of the load kinds") {
 		t.Errorf("a rate baseline against rate and concurrency files: %v", err)
+	}
+}
+
+// --html writes the page beside the text report: the worked example's
+// knee is in it, and a failed write is an error.
+func TestCapacityHTML(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "capacity.html")
+	out, errOut, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--html", page,
+		capDir+"constructed/guidellm/benchmarks.json")
+	if err != nil || !strings.Contains(out, "knee: round 6") {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(b), "knee: round 6 at 17 req/s, 3,330 tok/s of goodput") || !strings.Contains(string(b), "<svg") {
+		t.Fatalf("page: %v\n%.400s", err, b)
+	}
+	if _, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--html", filepath.Join(page, "x", "y.html"),
+		capDir+"constructed/guidellm/benchmarks.json"); err == nil || !strings.Contains(err.Error(), "--html") {
+		t.Errorf("unwritable page: %v", err)
 	}
 }
