@@ -3,6 +3,7 @@ package capacity
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/goodput-exporter/goodput-exporter/internal/chromium"
 )
+
+var screenshot = flag.String("capacity.screenshot", "", "write a PNG of the worked example's HTML report to this file (docs/capacity-report.png)")
 
 // geometry is what the browser laid out: each label's centre on screen
 // and each mark's.
@@ -142,6 +145,11 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	}
 	if want := []int{7, 8, 9, 10}; !equalInts(above, want) || !equalInts(missed, want) {
 		t.Errorf("marks above the threshold %v, table's missed rounds %v; want %v", above, missed, want)
+	}
+	if *screenshot != "" {
+		if err := os.WriteFile(*screenshot, p.Screenshot(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

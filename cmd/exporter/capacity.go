@@ -21,7 +21,7 @@ type capacityCmd struct {
 	Baseline    []string `name:"baseline" sep:"none" placeholder:"FILE" help:"Sweep to compare against (repeat for several files); exit non-zero when the knee regressed."`
 	HTML        string   `name:"html" placeholder:"FILE" help:"Also write a self-contained HTML page (charts of goodput, throughput and each objective's percentile against load, the knee and safe capacity marked, and the table) to FILE."`
 	MaxDrop     float64  `name:"max-drop" default:"0.05" help:"Largest allowed fall of the knee's goodput against --baseline, as a ratio (0.05 is 5%)."`
-	Files       []string `arg:"" name:"file" help:"Sweep results: a GuideLLM benchmarks report (.json/.yaml), AIPerf run directories or profile_export_aiperf.json files, or vllm bench serve result files. Rate and concurrency runs are judged as two sweeps."`
+	Files       []string `arg:"" name:"file" help:"Sweep results: a GuideLLM benchmarks report (.json/.yaml), AIPerf run directories or profile_export_aiperf.json files, GenAI-Perf profile_export_genai_perf.json files, vllm bench serve results or vllm bench sweep summary.json files, or SGLang bench_serving output (JSON lines). Rate and concurrency runs, and runs of different settings or data sets, are judged as separate sweeps; runs at one load are one round."`
 }
 
 func (c *capacityCmd) Validate() error {
