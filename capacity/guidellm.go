@@ -13,8 +13,10 @@ import (
 
 // GuideLLM's benchmarks report (`guidellm benchmark --output-path
 // benchmarks.json|.yaml`, `guidellm run --output kind=json`). Checked
-// against vllm-project/guidellm's source at v0.3.0, v0.4.0, v0.5.0 and
-// main (after v0.7.3), and against real reports of v0.3 and 0.5.0.dev0
+// against vllm-project/guidellm's source at v0.2.1 (the fields read are
+// v0.3's), v0.3.0, v0.4.0, v0.5.0 and
+// main (after v0.7.3), and against real reports of v0.3, 0.5.0.dev0 and
+// 0.8.0.dev18
 // (testdata/real/guidellm):
 //
 //   - v0.3 keeps the strategy under benchmarks[].args.strategy and the
