@@ -95,6 +95,7 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 		return nil, errors.New("GuideLLM report holds no benchmarks")
 	}
 	version := guideVersion(top, benches[0])
+	model := firstString(top, []string{"args", "model"}, []string{"config", "spec", "backend", "model"})
 	out := make([]Point, 0, len(benches))
 	for i, raw := range benches {
 		p, err := guideBenchmark(raw)
@@ -102,6 +103,9 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 			return nil, fmt.Errorf("%s, benchmark %d: %w", version, i+1, err)
 		}
 		p.Version = version
+		if p.Facts.Model == "" {
+			p.Facts.Model = model
+		}
 		if err := checkPoint(&p, fmt.Sprintf("%s, benchmark %d", version, i+1)); err != nil {
 			return nil, err
 		}
@@ -240,6 +244,31 @@ func guideBenchmark(raw json.RawMessage) (Point, error) {
 		}
 	}
 
+	p.Facts.Model = firstString(b, []string{"worker", "backend_model"})
+	p.Facts.InputTokens, p.Facts.OutputTokens = guideTokens(metrics, "prompt_token_count"), guideTokens(metrics, "output_token_count")
+	if d, _ := guideMetric(metrics, "request_latency"); d != nil && d.Mean != nil {
+		p.Facts.MeanE2E = *d.Mean
+	}
+	switch {
+	case p.Kind == LoadConcurrency || p.Strategy == "synchronous":
+		p.Facts.Arrival = ArrivalClosed
+	case p.MaxThroughput:
+		p.Facts.Arrival = ArrivalAllAtOnce
+	default:
+		p.Facts.Arrival = guideType(b)
+	}
+	w, wok, _ := number(b["warmup_duration"])
+	c, cok, _ := number(b["cooldown_duration"])
+	switch {
+	case wok || cok:
+		p.Facts.Warmup = fmt.Sprintf("%s s of warmup and %s s of cooldown excluded", Sig3(w), Sig3(c))
+	default:
+		if raw, _ := path(b, "args", "warmup_duration"); raw != nil {
+			w, _, _ := number(raw)
+			p.Facts.Warmup = fmt.Sprintf("%s s of warmup excluded", Sig3(w))
+		}
+	}
+
 	reqs, err := obj(b["requests"])
 	if err != nil {
 		return p, errors.New("requests: not an object")
@@ -362,4 +391,24 @@ func joinPath(keys []string) string {
 		s += "." + k
 	}
 	return s
+}
+
+// guideType is the strategy's type_ ("constant", "poisson").
+func guideType(b map[string]json.RawMessage) string {
+	return firstString(b, []string{"config", "strategy", "type_"}, []string{"args", "strategy", "type_"})
+}
+
+// guideTokens reads a token-count summary {mean, percentiles}.
+func guideTokens(metrics map[string]json.RawMessage, name string) Dist {
+	d, err := guideMetric(metrics, name)
+	if err != nil || d == nil || d.Mean == nil {
+		return Dist{}
+	}
+	out := Dist{Known: true, Mean: *d.Mean, Pcts: map[float64]float64{}}
+	for k, v := range d.Percentiles {
+		if pct, ok := guidePct[k]; ok && pct != 95 && pct != 99.9 {
+			out.Pcts[pct] = v
+		}
+	}
+	return out
 }

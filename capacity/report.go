@@ -46,13 +46,21 @@ func Report(w io.Writer, c ReportOptions) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		sizing, err := res.Size(c.Peak, hourly)
+		peak, price := c.Peak, hourly
+		open := openPartner(results, res)
+		if open != nil {
+			peak, price = 0, 0 // the open loop sizes the fleet
+		}
+		sizing, err := res.Size(peak, price)
 		if err != nil {
 			return err
 		}
 		sizings = append(sizings, sizing)
 		if err := res.Write(w, sizing, currency); err != nil {
 			return err
+		}
+		if open != nil {
+			writeLoops(w, open, res)
 		}
 	}
 	if c.HTML != nil {
@@ -129,4 +137,58 @@ func judgeFiles(files []string, slo goodput.SLO) ([]*Result, error) {
 		return nil, err
 	}
 	return JudgeEach(sw, slo)
+}
+
+// openPartner is the open-loop rate sweep of the same setting as a
+// closed-loop sweep res, when the files hold one; nil otherwise.
+func openPartner(results []*Result, res *Result) *Result {
+	if !res.ClosedLoop() {
+		return nil
+	}
+	for _, r := range results {
+		if r != res && r.Kind == LoadRate && r.Setting == res.Setting &&
+			!slices.ContainsFunc(r.Points, func(j Judged) bool { return j.ClosedLoop() || j.MaxThroughput }) {
+			return r
+		}
+	}
+	return nil
+}
+
+// writeLoops sets a closed-loop sweep beside the open-loop sweep of the
+// same setup: each closed-loop round at its achieved rate, against the
+// open loop's verdict at the lowest offered rate at or above it. The open
+// loop decides the capacity.
+func writeLoops(w io.Writer, open, closed *Result) {
+	fmt.Fprintln(w, "\nboth loops were run on this setup; the open loop decides the capacity, the closed loop is shown beside it:")
+	for i := range closed.Points {
+		c := &closed.Points[i]
+		rate, how := c.AchievedRate()
+		verdict := "missed"
+		if c.Met {
+			verdict = "met"
+		}
+		if how == "" {
+			fmt.Fprintf(w, "  closed loop, %s clients: %s; no achieved rate recorded\n", Sig3(c.Concurrency), verdict)
+			continue
+		}
+		line := fmt.Sprintf("  closed loop, %s clients: %s req/s achieved, %s", Sig3(c.Concurrency), Sig3(rate), verdict)
+		at := slices.IndexFunc(open.Points, func(j Judged) bool { return !j.NoLoad && j.Rate >= rate*(1-1e-9) })
+		if at < 0 {
+			line += "; the open loop was not run at this rate or above"
+		} else {
+			o := &open.Points[at]
+			ov := "missed"
+			if o.Met {
+				ov = "met"
+			}
+			line += fmt.Sprintf("; open loop at %s: %s", LoadText(&o.Point), ov)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if open.Safe >= 0 {
+		p := &open.Points[open.Safe]
+		fmt.Fprintf(w, "capacity (open loop): %s, %s tok/s of goodput; replicas and cost are the open-loop sweep's\n", LoadText(&p.Point), Thousands(p.Goodput))
+	} else {
+		fmt.Fprintln(w, "capacity (open loop): none; no open-loop round met the SLO")
+	}
 }

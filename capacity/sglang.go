@@ -97,6 +97,27 @@ func parseSGLang(top map[string]json.RawMessage) (Point, error) {
 		}
 	}
 	p.Setting = sglangSetting(top)
+	p.Facts = Facts{Model: firstString(top, []string{"model_id"}, []string{"model"}), Stack: "backend " + firstString(top, []string{"backend"})}
+	if n, ok, _ := number(top["completed"]); ok {
+		ti, iok, _ := number(top["total_input_tokens"])
+		to, ook, _ := number(top["total_output_tokens"])
+		p.Facts.InputTokens, p.Facts.OutputTokens = meanDist(ti, n, iok), meanDist(to, n, ook)
+	}
+	if v, ok, _ := number(top["mean_e2e_latency_ms"]); ok && v > 0 {
+		p.Facts.MeanE2E = v / 1000
+	}
+	switch {
+	case p.Kind == LoadConcurrency:
+		p.Facts.Arrival = ArrivalClosed
+	case p.MaxThroughput:
+		p.Facts.Arrival = ArrivalAllAtOnce
+	case p.RateSet:
+		// bench_serving draws Poisson gaps (gamma with --burstiness)
+		p.Facts.Arrival = ArrivalPoisson
+		if b, ok, _ := number(top["burstiness"]); ok && b != 1 {
+			p.Facts.Arrival = fmt.Sprintf("gamma (burstiness %g)", b)
+		}
+	}
 	if err := checkPoint(&p, p.Version); err != nil {
 		return p, err
 	}

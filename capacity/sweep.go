@@ -94,6 +94,8 @@ type Point struct {
 	// bench sweep` setting. Rounds of different settings are different
 	// sweeps; "" for one.
 	Setting string
+	// Facts are the conditions the round's numbers hold under.
+	Facts Facts
 	// Failed marks a round with no successful request, or whose achieved
 	// rate was 0: a round that missed the SLO, whatever its percentiles
 	// say (a tool writes 0 for the latencies of no request).

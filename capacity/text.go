@@ -121,6 +121,13 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	}
 	fmt.Fprintf(w, "%s %s sweep%s, SLO %q: %s\n", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO))
 	fmt.Fprintf(w, "%s.\n", r.Describe())
+	facts, missing := r.FactLines()
+	for _, l := range facts {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "  not recorded in the files: %s\n", strings.Join(missing, ", "))
+	}
 	for _, p := range r.Points {
 		if p.Kind == LoadRate && !p.RateSet {
 			fmt.Fprintln(w, "Rates marked \"achieved\" are what the tool measured: it recorded no offered rate for those rounds.")
@@ -133,9 +140,27 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	if r.Kind == LoadConcurrency {
 		axis = "concurrency"
 	}
-	fmt.Fprintf(tw, "round\t%s\tTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t\n", axis)
+	achievedHead := ""
+	if r.Kind == LoadConcurrency {
+		achievedHead = "achieved (req/s)\t"
+	}
+	fmt.Fprintf(tw, "round\t%s\t%sTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t\n", axis, achievedHead)
+	littles := false
 	for i := range r.Points {
 		p := &r.Points[i]
+		achieved := ""
+		if r.Kind == LoadConcurrency {
+			v, how := p.AchievedRate()
+			switch {
+			case how == "":
+				achieved = "-\t"
+			case how == "measured":
+				achieved = Sig3(v) + "\t"
+			default:
+				achieved = Sig3(v) + " (L)\t"
+				littles = true
+			}
+		}
 		verdict := "missed"
 		switch {
 		case p.Met:
@@ -149,11 +174,14 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), pctCell(&p.Point, goodput.KindTTFT, 99),
+		fmt.Fprintf(tw, "%d\t%s\t%s%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), achieved, pctCell(&p.Point, goodput.KindTTFT, 99),
 			pctCell(&p.Point, goodput.KindITL, 50), Thousands(p.Throughput), Thousands(p.Goodput), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if littles {
+		fmt.Fprintln(w, "(L): the file records no achieved rate; it is clients ÷ mean request latency, by Little's law (no think time).")
 	}
 	for i := range r.Points {
 		p := &r.Points[i]
@@ -189,6 +217,15 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 		p := &r.Points[r.Safe]
 		fmt.Fprintf(w, "safe capacity: %s (round %d), the highest load that met the SLO, %s tok/s of goodput\n",
 			LoadText(&p.Point), p.Round, Thousands(p.Goodput))
+		if r.ClosedLoop() {
+			rate, how := p.AchievedRate()
+			at := "no achieved rate recorded"
+			if how != "" {
+				at = fmt.Sprintf("%s req/s achieved (%s)", Sig3(rate), how)
+			}
+			fmt.Fprintf(w, "warning: measured in a closed loop of %s clients (%s), not an open-loop capacity. In a closed loop a slow server slows its own clients, so the queue that makes the tail never forms: an open loop (Poisson arrivals) at the same rate will see a worse tail, and may miss the SLO where this met it. Size from an open-loop sweep.\n",
+				Sig3(p.Concurrency), at)
+		}
 	} else {
 		fmt.Fprintln(w, "safe capacity: none; no round met the SLO")
 	}

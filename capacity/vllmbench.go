@@ -120,6 +120,8 @@ func vllmPoint(top map[string]json.RawMessage) (Point, error) {
 		}
 	}
 
+	p.Facts = vllmFacts(top, &p)
+
 	var d struct {
 		TTFTs      []float64   `json:"ttfts"`
 		ITLs       [][]float64 `json:"itls"`
@@ -228,4 +230,50 @@ func vllmSetting(top map[string]json.RawMessage) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
+}
+
+// vllmFacts reads a run's conditions: the model, what the file records of
+// the stack, token counts (per request with --save-detailed, else totals
+// over completed), and the arrival process (vLLM sends at Poisson
+// arrivals for burstiness 1, gamma otherwise).
+func vllmFacts(top map[string]json.RawMessage, p *Point) Facts {
+	f := Facts{Model: firstString(top, []string{"model_id"}, []string{"model_name"})}
+	var stack []string
+	for _, k := range []string{"backend", "endpoint_type", "hardware", "quant-type", "kind"} {
+		if v := firstString(top, []string{k}); v != "" {
+			stack = append(stack, k+" "+v)
+		}
+	}
+	f.Stack = strings.Join(stack, ", ")
+	var in, out []float64
+	_ = json.Unmarshal(top["input_lens"], &in)
+	_ = json.Unmarshal(top["output_lens"], &out)
+	n, nOK, _ := number(top["completed"])
+	if f.InputTokens = listDist(in); !f.InputTokens.Known {
+		t, ok, _ := number(top["total_input_tokens"])
+		f.InputTokens = meanDist(t, n, ok && nOK)
+	}
+	if f.OutputTokens = listDist(out); !f.OutputTokens.Known {
+		t, ok, _ := number(top["total_output_tokens"])
+		f.OutputTokens = meanDist(t, n, ok && nOK)
+	}
+	if v, ok, _ := number(top["mean_e2el_ms"]); ok && v > 0 {
+		f.MeanE2E = v / 1000
+	}
+	switch {
+	case p.Kind == LoadConcurrency:
+		f.Arrival = ArrivalClosed
+	case p.MaxThroughput:
+		f.Arrival = ArrivalAllAtOnce
+	case p.RateSet:
+		b, ok, _ := number(top["burstiness"])
+		f.Arrival = ArrivalPoisson
+		if ok && b != 1 {
+			f.Arrival = fmt.Sprintf("gamma (burstiness %g)", b)
+		}
+		if p.Concurrency > 0 {
+			f.Arrival += fmt.Sprintf(", at most %g in flight", p.Concurrency)
+		}
+	}
+	return f
 }
