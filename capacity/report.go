@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -19,6 +20,9 @@ type ReportOptions struct {
 	Hourly   float64     // one replica's price per hour (0: no cost)
 	Currency string
 	MaxDrop  float64 // largest allowed fall of the knee's goodput against Baseline, as a ratio
+	// CompareAnyway compares a baseline that measured something else,
+	// saying what differs, instead of refusing (ErrNotComparable).
+	CompareAnyway bool
 	// HTML, when set, receives the self-contained HTML page of the
 	// judged sweeps (WriteHTML).
 	HTML io.Writer
@@ -27,6 +31,11 @@ type ReportOptions struct {
 // ErrRegressed is Report's error when the gate trips; its reasons were
 // written already.
 var ErrRegressed = errors.New("capacity regressed against the baseline")
+
+// ErrNotComparable is Report's error when the baseline measured something
+// else (another tool, model, token distribution or arrival process); the
+// differences were written already. It is not a regression.
+var ErrNotComparable = errors.New("the baseline is not comparable: it measured something else")
 
 // Report judges the files' sweeps against the SLO and writes, per sweep,
 // its table, knee and sizing; with a baseline it then compares the knees
@@ -75,18 +84,34 @@ func Report(w io.Writer, c ReportOptions) error {
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	if len(bases) != len(results) || slices.ContainsFunc(bases, func(b *Result) bool {
-		return !slices.ContainsFunc(results, func(r *Result) bool { return r.Kind == b.Kind && r.Setting == b.Setting })
-	}) {
+	pairs, unpaired := pair(bases, results)
+	if len(unpaired) > 0 {
 		return fmt.Errorf("baseline: its sweeps (%s) are not of the load kinds of the files judged (%s)", kinds(bases), kinds(results))
 	}
+	var diffs []string
+	for _, pr := range pairs {
+		for _, d := range Differences(pr[0], pr[1]) {
+			diffs = append(diffs, fmt.Sprintf("%s sweep: %s", pr[1].Kind, d))
+		}
+	}
+	if len(diffs) > 0 {
+		if !c.CompareAnyway {
+			fmt.Fprintf(w, "\nregression gate: NOT COMPARABLE; the baseline measured something else, so no difference between them is a regression:\n  %s\n"+
+				"(--compare-anyway compares them regardless)\n", strings.Join(diffs, "\n  "))
+			return ErrNotComparable
+		}
+		fmt.Fprintf(w, "\ncompared anyway (--compare-anyway), although the baseline differs:\n  %s\n", strings.Join(diffs, "\n  "))
+	}
 	var problems []string
-	for _, base := range bases {
-		i := slices.IndexFunc(results, func(r *Result) bool { return r.Kind == base.Kind && r.Setting == base.Setting })
+	for _, pr := range pairs {
+		base, cur := pr[0], pr[1]
 		bk := base.KneePoint()
 		fmt.Fprintf(w, "\nbaseline %s knee: round %d at %s, %s tok/s of goodput\n", base.Kind, bk.Round,
 			LoadText(&bk.Point), Thousands(bk.Goodput))
-		for _, p := range Compare(base, results[i], c.MaxDrop) {
+		if line := plannerTerms(base, cur, c.Peak, hourly, currency); line != "" {
+			fmt.Fprintln(w, line)
+		}
+		for _, p := range Compare(base, cur, c.MaxDrop) {
 			problems = append(problems, fmt.Sprintf("%s sweep: %s", base.Kind, p))
 		}
 	}
@@ -191,4 +216,148 @@ func writeLoops(w io.Writer, open, closed *Result) {
 	} else {
 		fmt.Fprintln(w, "capacity (open loop): none; no open-loop round met the SLO")
 	}
+}
+
+// pair matches each baseline sweep with the judged sweep of its load kind
+// and setting, else the only one of its load kind (a changed engine
+// setting is what a gate compares); unpaired lists the baseline sweeps
+// left over.
+func pair(bases, results []*Result) (pairs [][2]*Result, unpaired []*Result) {
+	used := map[*Result]bool{}
+	for _, b := range bases {
+		i := slices.IndexFunc(results, func(r *Result) bool { return !used[r] && r.Kind == b.Kind && r.Setting == b.Setting })
+		if i < 0 {
+			var same []int
+			for j, r := range results {
+				if !used[r] && r.Kind == b.Kind {
+					same = append(same, j)
+				}
+			}
+			if len(same) == 1 {
+				i = same[0]
+			}
+		}
+		if i < 0 {
+			unpaired = append(unpaired, b)
+			continue
+		}
+		used[results[i]] = true
+		pairs = append(pairs, [2]*Result{b, results[i]})
+	}
+	if len(bases) != len(results) && len(unpaired) == 0 {
+		for _, r := range results {
+			if !used[r] {
+				unpaired = append(unpaired, r)
+			}
+		}
+	}
+	return pairs, unpaired
+}
+
+// meanOf is the mean over the rounds of a known token mean; ok is false
+// when no round records one.
+func meanOf(r *Result, f func(p *Judged) Dist) (float64, bool) {
+	var s float64
+	n := 0
+	for i := range r.Points {
+		if d := f(&r.Points[i]); d.Known {
+			s += d.Mean
+			n++
+		}
+	}
+	return s / float64(max(n, 1)), n > 0
+}
+
+// tokenTolerance is how far the mean token counts of two sweeps may be
+// apart and still be one token distribution.
+const tokenTolerance = 0.10
+
+// Differences names what makes base and cur measurements of different
+// things: the tool, the model, the token distributions (a data set, or
+// mean input or output tokens more than 10 % apart) and the arrival
+// process. A fact one of the files does not record is not a difference.
+func Differences(base, cur *Result) []string {
+	var out []string
+	if base.Tool != cur.Tool {
+		out = append(out, fmt.Sprintf("tool: %s, the baseline %s", cur.Tool, base.Tool))
+	}
+	for _, f := range []struct {
+		name string
+		get  func(p *Judged) string
+	}{
+		{"model", func(p *Judged) string { return p.Facts.Model }},
+		{"arrival process", func(p *Judged) string {
+			if p.ClosedLoop() {
+				return ArrivalClosed
+			}
+			return p.Facts.Arrival
+		}},
+	} {
+		b, c := base.distinct(f.get), cur.distinct(f.get)
+		if len(b) > 0 && len(c) > 0 && strings.Join(b, "; ") != strings.Join(c, "; ") {
+			out = append(out, fmt.Sprintf("%s: %s, the baseline %s", f.name, strings.Join(c, "; "), strings.Join(b, "; ")))
+		}
+	}
+	if strings.HasPrefix(base.Setting, "data set") && strings.HasPrefix(cur.Setting, "data set") && base.Setting != cur.Setting {
+		out = append(out, fmt.Sprintf("token distribution: %s, the baseline %s", cur.Setting, base.Setting))
+	}
+	for _, t := range []struct {
+		name string
+		get  func(p *Judged) Dist
+	}{
+		{"input", func(p *Judged) Dist { return p.Facts.InputTokens }},
+		{"output", func(p *Judged) Dist { return p.Facts.OutputTokens }},
+	} {
+		b, bok := meanOf(base, t.get)
+		c, cok := meanOf(cur, t.get)
+		if bok && cok && math.Abs(c-b) > tokenTolerance*max(b, c) {
+			out = append(out, fmt.Sprintf("token distribution: mean %s tokens %s a request, the baseline %s (more than %g%% apart)",
+				t.name, Sig3(c), Sig3(b), 100*tokenTolerance))
+		}
+	}
+	return out
+}
+
+// plannerTerms says a comparison as a planner reads it: the change in
+// goodput at the knee under this SLO, in replicas at peak and in cost per
+// million good tokens.
+func plannerTerms(base, cur *Result, peak, hourly float64, currency string) string {
+	b, c := base.KneePoint().Goodput, cur.KneePoint().Goodput
+	if !(b > 0 && c > 0) {
+		return ""
+	}
+	sign := "+"
+	if c < b {
+		sign = ""
+	}
+	line := fmt.Sprintf("goodput at the knee under SLO %q: %s tok/s, the baseline %s (%s%s tok/s)", cur.SLO.Name, Thousands(c), Thousands(b), sign, Thousands(c-b))
+	if c-b == 0 {
+		line = fmt.Sprintf("goodput at the knee under SLO %q: %s tok/s, as the baseline", cur.SLO.Name, Thousands(c))
+	}
+	if peak > 0 {
+		nb, errb := goodput.Replicas(peak, b)
+		nc, errc := goodput.Replicas(peak, c)
+		if errb == nil && errc == nil {
+			switch {
+			case nc < nb:
+				line += fmt.Sprintf(" = %d fewer replicas at %s tok/s peak (%d, the baseline %d)", nb-nc, Thousands(peak), nc, nb)
+			case nc > nb:
+				line += fmt.Sprintf(" = %d more replicas at %s tok/s peak (%d, the baseline %d)", nc-nb, Thousands(peak), nc, nb)
+			default:
+				line += fmt.Sprintf(" = the same %d replicas at %s tok/s peak", nc, Thousands(peak))
+			}
+		}
+	}
+	if hourly > 0 {
+		cb, okb := goodput.CostPerMillionGoodTokens(hourly, b)
+		cc, okc := goodput.CostPerMillionGoodTokens(hourly, c)
+		if okb && okc {
+			verb := "less"
+			if cc > cb {
+				verb = "more"
+			}
+			line += fmt.Sprintf(", %.2f %s %s per million good tokens (%.2f, the baseline %.2f)", math.Abs(cb-cc), currency, verb, cc, cb)
+		}
+	}
+	return line
 }

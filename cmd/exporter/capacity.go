@@ -14,14 +14,15 @@ import (
 // capacityCmd judges a load generator's sweep against an SLO and sizes a
 // fleet from its knee; with --baseline it is the regression gate.
 type capacityCmd struct {
-	ConfigFile  string   `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing:)."`
-	SLO         string   `name:"slo" help:"Name of the SLO to judge the sweep against (default: the first in the file)."`
-	Peak        float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
-	ReplicaGPUs int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
-	Baseline    []string `name:"baseline" sep:"none" placeholder:"FILE" help:"Sweep to compare against (repeat for several files); exit non-zero when the knee regressed."`
-	HTML        string   `name:"html" placeholder:"FILE" help:"Also write a self-contained HTML page (charts of goodput, throughput and each objective's percentile against load, the knee and safe capacity marked, and the table) to FILE."`
-	MaxDrop     float64  `name:"max-drop" default:"0.05" help:"Largest allowed fall of the knee's goodput against --baseline, as a ratio (0.05 is 5%)."`
-	Files       []string `arg:"" name:"file" help:"Sweep results: a GuideLLM benchmarks report (.json/.yaml), AIPerf run directories or profile_export_aiperf.json files, GenAI-Perf profile_export_genai_perf.json files, vllm bench serve results or vllm bench sweep summary.json files, or SGLang bench_serving output (JSON lines). Rate and concurrency runs, and runs of different settings or data sets, are judged as separate sweeps; runs at one load are one round."`
+	ConfigFile    string   `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing:)."`
+	SLO           string   `name:"slo" help:"Name of the SLO to judge the sweep against (default: the first in the file)."`
+	Peak          float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
+	ReplicaGPUs   int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
+	Baseline      []string `name:"baseline" sep:"none" placeholder:"FILE" help:"Sweep to compare against (repeat for several files); exit non-zero when the knee regressed."`
+	HTML          string   `name:"html" placeholder:"FILE" help:"Also write a self-contained HTML page (charts of goodput, throughput and each objective's percentile against load, the knee and safe capacity marked, and the table) to FILE."`
+	CompareAnyway bool     `name:"compare-anyway" help:"Compare with --baseline even when it measured something else (another tool, model, token distribution or arrival process), saying what differs; without it such a baseline is refused with exit status 3."`
+	MaxDrop       float64  `name:"max-drop" default:"0.05" help:"Largest allowed fall of the knee's goodput against --baseline, as a ratio (0.05 is 5%)."`
+	Files         []string `arg:"" name:"file" help:"Sweep results: a GuideLLM benchmarks report (.json/.yaml), AIPerf run directories or profile_export_aiperf.json files, GenAI-Perf profile_export_genai_perf.json files, vllm bench serve results or vllm bench sweep summary.json files, or SGLang bench_serving output (JSON lines). Rate and concurrency runs, and runs of different settings or data sets, are judged as separate sweeps; runs at one load are one round."`
 }
 
 func (c *capacityCmd) Validate() error {
@@ -46,7 +47,7 @@ func (c *capacityCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	opts := capacity.ReportOptions{Files: c.Files, Baseline: c.Baseline, SLO: slo, Peak: c.Peak, MaxDrop: c.MaxDrop}
+	opts := capacity.ReportOptions{Files: c.Files, Baseline: c.Baseline, SLO: slo, Peak: c.Peak, MaxDrop: c.MaxDrop, CompareAnyway: c.CompareAnyway}
 	if cfg.Pricing != nil {
 		if opts.Hourly, err = goodput.HourlyCost(cfg.Pricing.Goodput(), c.ReplicaGPUs); err != nil {
 			return fmt.Errorf("pricing: %w", err)
@@ -66,4 +67,13 @@ func (c *capacityCmd) Run(e *env) error {
 		}
 	}
 	return err
+}
+
+// exitStatus is the process's exit status for a command's error: 3 for a
+// baseline that measured something else (not a regression), 1 otherwise.
+func exitStatus(err error) int {
+	if errors.Is(err, capacity.ErrNotComparable) {
+		return 3
+	}
+	return 1
 }

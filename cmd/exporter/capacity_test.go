@@ -126,3 +126,23 @@ func TestCapacityHTML(t *testing.T) {
 		t.Errorf("unwritable page: %v", err)
 	}
 }
+
+// A baseline from another tool and model is refused with its own exit
+// status (3), not the regression's (1); --compare-anyway compares.
+func TestCapacityBaselineNotComparable(t *testing.T) {
+	base := capDir + "real/aiperf/0.10.0-concurrency2"
+	cur := capDir + "real/vllm/sweep-v0.25.1/max_num_seqs8/summary.json"
+	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--baseline", base, cur)
+	if !errors.Is(err, capacity.ErrNotComparable) || exitStatus(err) != 3 || !strings.Contains(out, "tool: vllm-bench-serve, the baseline aiperf") {
+		t.Fatalf("%v (exit %d)\n%s", err, exitStatus(err), out)
+	}
+	if exitStatus(capacity.ErrRegressed) != 1 {
+		t.Error("a regression's exit status is not 1")
+	}
+	out, _, err = runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--compare-anyway", "--baseline", base, cur)
+	// compared, the opt-125m sweep's knee is at a lower goodput than the
+	// Qwen run's: a regression, said with what differs
+	if !errors.Is(err, capacity.ErrRegressed) || !strings.Contains(out, "compared anyway") || !strings.Contains(out, "model: facebook/opt-125m") {
+		t.Fatalf("--compare-anyway: %v\n%s", err, out)
+	}
+}
