@@ -15,7 +15,7 @@ import (
 
 const sweep8 = realDir + "vllm/sweep-v0.25.1/max_num_seqs8/"
 
-func report(t *testing.T, slo goodput.SLO, files ...string) string {
+func reportText(t *testing.T, slo goodput.SLO, files ...string) string {
 	t.Helper()
 	var out bytes.Buffer
 	if err := Report(&out, ReportOptions{Files: files, SLO: slo, Peak: 1000, Hourly: 10, Currency: "EUR"}); err != nil {
@@ -34,7 +34,7 @@ func report(t *testing.T, slo goodput.SLO, files ...string) string {
 // the same two runs, gives the same round.
 func TestRepeatsEitherOrder(t *testing.T) {
 	r0, r1 := sweep8+"run0.json", sweep8+"run1.json"
-	a, b := report(t, chatSLO, r0, r1), report(t, chatSLO, r1, r0)
+	a, b := reportText(t, chatSLO, r0, r1), reportText(t, chatSLO, r1, r0)
 	if a != b {
 		t.Fatalf("the report depends on the order of the files:\n%s\n---\n%s", a, b)
 	}
@@ -107,7 +107,7 @@ func TestKneeNeedsAHigherFailedLoad(t *testing.T) {
 	if v, _ := last.Percentile(goodput.KindTTFT, 99); v != 0 {
 		t.Fatalf("fixture's P99 TTFT %v", v)
 	}
-	txt := report(t, chatSLO, failed)
+	txt := reportText(t, chatSLO, failed)
 	if !strings.Contains(txt, "missed (no successful request)") || !strings.Contains(txt, "no knee") {
 		t.Errorf("the failed run alone:\n%s", txt)
 	}
@@ -128,7 +128,7 @@ func TestFailedRoundWithoutLoad(t *testing.T) {
 	if !last.NoLoad || last.Met || res.KneeReached {
 		t.Errorf("no-load round: noload %v met %v; knee reached %v (a round without a load is no higher load)", last.NoLoad, last.Met, res.KneeReached)
 	}
-	txt := report(t, chatSLO, append(six, f)...)
+	txt := reportText(t, chatSLO, append(six, f)...)
 	if !strings.Contains(txt, "records no load") {
 		t.Errorf("not said:\n%s", txt)
 	}

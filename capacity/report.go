@@ -41,10 +41,22 @@ var ErrNotComparable = errors.New("the baseline is not comparable: it measured s
 // its table, knee and sizing; with a baseline it then compares the knees
 // and returns ErrRegressed when one fell by more than MaxDrop.
 func Report(w io.Writer, c ReportOptions) error {
+	results, sizings, err := report(w, c)
+	if c.HTML != nil && len(results) > 0 {
+		if herr := WriteHTML(c.HTML, results, sizings, c.Currency); herr != nil {
+			return errors.Join(err, fmt.Errorf("HTML report: %w", herr))
+		}
+	}
+	return err
+}
+
+// report is Report without the page: it returns the judged sweeps and
+// their sizing for one.
+func report(w io.Writer, c ReportOptions) ([]*Result, []Sizing, error) {
 	slo := c.SLO
 	results, err := judgeFiles(c.Files, slo)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	hourly, currency := c.Hourly, c.Currency
 	if len(results) > 1 {
@@ -62,31 +74,26 @@ func Report(w io.Writer, c ReportOptions) error {
 		}
 		sizing, err := res.Size(peak, price)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		sizings = append(sizings, sizing)
 		if err := res.Write(w, sizing, currency); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if open != nil {
 			writeLoops(w, open, res)
 		}
 	}
-	if c.HTML != nil {
-		if err := WriteHTML(c.HTML, results, sizings, currency); err != nil {
-			return fmt.Errorf("HTML report: %w", err)
-		}
-	}
 	if len(c.Baseline) == 0 {
-		return nil
+		return results, sizings, nil
 	}
 	bases, err := judgeFiles(c.Baseline, slo)
 	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
+		return results, sizings, fmt.Errorf("baseline: %w", err)
 	}
 	pairs, unpaired := pair(bases, results)
 	if len(unpaired) > 0 {
-		return fmt.Errorf("baseline: its sweeps (%s) are not of the load kinds of the files judged (%s)", kinds(bases), kinds(results))
+		return results, sizings, fmt.Errorf("baseline: its sweeps (%s) are not of the load kinds of the files judged (%s)", kinds(bases), kinds(results))
 	}
 	var diffs []string
 	for _, pr := range pairs {
@@ -98,7 +105,7 @@ func Report(w io.Writer, c ReportOptions) error {
 		if !c.CompareAnyway {
 			fmt.Fprintf(w, "\nregression gate: NOT COMPARABLE; the baseline measured something else, so no difference between them is a regression:\n  %s\n"+
 				"(--compare-anyway compares them regardless)\n", strings.Join(diffs, "\n  "))
-			return ErrNotComparable
+			return results, sizings, ErrNotComparable
 		}
 		fmt.Fprintf(w, "\ncompared anyway (--compare-anyway), although the baseline differs:\n  %s\n", strings.Join(diffs, "\n  "))
 	}
@@ -117,10 +124,10 @@ func Report(w io.Writer, c ReportOptions) error {
 	}
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "regression gate: pass")
-		return nil
+		return results, sizings, nil
 	}
 	fmt.Fprintf(w, "regression gate: FAIL\n  %s\n", strings.Join(problems, "\n  "))
-	return ErrRegressed
+	return results, sizings, ErrRegressed
 }
 
 func kinds(rs []*Result) string {

@@ -16,6 +16,7 @@ import (
 type capacityCmd struct {
 	ConfigFile    string   `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing:)."`
 	SLO           string   `name:"slo" help:"Name of the SLO to judge the sweep against (default: the first in the file)."`
+	AllSLOs       bool     `name:"all-slos" help:"Judge the sweep against every SLO in the file, one knee per SLO, with a table of them at the end."`
 	Peak          float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
 	ReplicaGPUs   int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
 	Baseline      []string `name:"baseline" sep:"none" placeholder:"FILE" help:"Sweep to compare against (repeat for several files); exit non-zero when the knee regressed."`
@@ -43,6 +44,9 @@ func (c *capacityCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if c.AllSLOs && c.SLO != "" {
+		return errors.New("--all-slos and --slo exclude each other")
+	}
 	slo, err := capacity.PickSLO(cfg.GoodputSLOs(), c.SLO, c.ConfigFile)
 	if err != nil {
 		return err
@@ -54,12 +58,18 @@ func (c *capacityCmd) Run(e *env) error {
 		}
 		opts.Currency = cfg.Pricing.Currency
 	}
-	if c.HTML == "" {
+	report := func() error {
+		if c.AllSLOs {
+			return capacity.ReportEach(e.stdout, opts, cfg.GoodputSLOs())
+		}
 		return capacity.Report(e.stdout, opts)
+	}
+	if c.HTML == "" {
+		return report()
 	}
 	var page bytes.Buffer
 	opts.HTML = &page
-	err = capacity.Report(e.stdout, opts)
+	err = report()
 	if page.Len() > 0 {
 		// written even when the gate tripped: the page shows why
 		if werr := os.WriteFile(c.HTML, page.Bytes(), 0o644); werr != nil {

@@ -146,3 +146,16 @@ func TestCapacityBaselineNotComparable(t *testing.T) {
 		t.Fatalf("--compare-anyway: %v\n%s", err, out)
 	}
 }
+
+// --all-slos judges the sweep against every SLO of the file; with --slo
+// it is refused.
+func TestCapacityAllSLOs(t *testing.T) {
+	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--all-slos", capDir+"constructed/guidellm/benchmarks.json")
+	if err != nil || !strings.Contains(out, "one knee per SLO") || !strings.Contains(out, `=== SLO "chat" ===`) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--all-slos", "--slo", "chat",
+		capDir+"constructed/guidellm/benchmarks.json"); err == nil {
+		t.Error("--all-slos with --slo accepted")
+	}
+}
