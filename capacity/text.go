@@ -202,6 +202,9 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 				p.Round, p.Source)
 		}
 	}
+	if err := r.writeDistributions(w); err != nil {
+		return err
+	}
 	k := r.KneePoint()
 	fmt.Fprintln(w)
 	switch {
@@ -212,6 +215,9 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	default:
 		fmt.Fprintf(w, "knee not reached: no round at a load above round %d (%s) missed the SLO; capacity is at least %s tok/s of goodput (a lower bound)\n",
 			k.Round, LoadText(&k.Point), Thousands(k.Goodput))
+	}
+	if name, why, ok := r.Bottleneck(); ok {
+		fmt.Fprintf(w, "bottleneck past the knee: %s (%s)\n", name, why)
 	}
 	if r.Safe >= 0 {
 		p := &r.Points[r.Safe]
