@@ -376,6 +376,7 @@ func aiperfFacts(top map[string]json.RawMessage, p *Point) Facts {
 		}
 	}
 	f.Stack = strings.Join(stack, ", ")
+	f.Endpoint = firstString(top, []string{"input_config", "endpoint", "urls"}, []string{"input_config", "endpoint", "url"}, []string{"input_config", "u"}, []string{"input_config", "url"})
 	f.InputTokens, f.OutputTokens = aiperfDist(top, "input_sequence_length"), aiperfDist(top, "output_sequence_length")
 	if m, _ := obj(top["request_latency"]); m != nil {
 		var unit string

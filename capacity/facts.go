@@ -38,6 +38,7 @@ func (d Dist) String() string {
 type Facts struct {
 	Model                     string
 	Stack                     string // engine, hardware, quantization, as the file says
+	Endpoint                  string // the URL the tool sent to, where the file records it
 	InputTokens, OutputTokens Dist
 	// Arrival is how requests arrived: "poisson", "constant", "gamma
 	// (burstiness B)", "all at once" for an open loop; "closed loop" for

@@ -96,6 +96,7 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 	}
 	version := guideVersion(top, benches[0])
 	model := firstString(top, []string{"args", "model"}, []string{"config", "spec", "backend", "model"})
+	target := firstString(top, []string{"args", "target"}, []string{"config", "spec", "backend", "target"})
 	out := make([]Point, 0, len(benches))
 	for i, raw := range benches {
 		p, err := guideBenchmark(raw)
@@ -105,6 +106,9 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 		p.Version = version
 		if p.Facts.Model == "" {
 			p.Facts.Model = model
+		}
+		if p.Facts.Endpoint == "" {
+			p.Facts.Endpoint = target
 		}
 		if err := checkPoint(&p, fmt.Sprintf("%s, benchmark %d", version, i+1)); err != nil {
 			return nil, err
@@ -245,6 +249,7 @@ func guideBenchmark(raw json.RawMessage) (Point, error) {
 	}
 
 	p.Facts.Model = firstString(b, []string{"worker", "backend_model"})
+	p.Facts.Endpoint = firstString(b, []string{"worker", "backend_target"})
 	p.Facts.InputTokens, p.Facts.OutputTokens = guideTokens(metrics, "prompt_token_count"), guideTokens(metrics, "output_token_count")
 	if d, _ := guideMetric(metrics, "request_latency"); d != nil && d.Mean != nil {
 		p.Facts.MeanE2E = *d.Mean

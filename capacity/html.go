@@ -87,6 +87,7 @@ type htmlSweep struct {
 	Charts              []chart
 	PctHeads            []string
 	Rows                []htmlRow
+	Audit               []AuditLine
 }
 
 // xOf places a round on the load axis: its load, or one step past the
@@ -128,7 +129,7 @@ func buildSweep(idx int, r *Result, s Sizing, currency string) htmlSweep {
 	if r.Setting != "" {
 		setting = " (" + r.Setting + ")"
 	}
-	hs := htmlSweep{ID: id, Title: fmt.Sprintf("%s %s sweep%s, SLO %q: %s", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO)),
+	hs := htmlSweep{ID: id, Audit: r.Audit(), Title: fmt.Sprintf("%s %s sweep%s, SLO %q: %s", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO)),
 		Describe: r.Describe()}
 	var text strings.Builder
 	_ = r.Write(&text, s, currency)
@@ -337,6 +338,8 @@ table{border-collapse:collapse;margin-top:1em}
 td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
 tr.knee td{font-weight:bold}
 tr.safe td:first-child::after{content:" (safe)"}
+.audit{list-style:none;padding-left:0}
+.audit .fail{color:#cf222e}
 </style></head><body>
 <h1>Capacity under the SLO</h1>
 {{range .}}<section id="{{.ID}}">
@@ -363,6 +366,7 @@ tr.safe td:first-child::after{content:" (safe)"}
 <table><thead><tr><th>round</th><th>load</th>{{range .PctHeads}}<th>{{.}}</th>{{end}}<th>throughput (tok/s)</th><th>goodput (tok/s)</th><th>SLO</th></tr></thead><tbody>
 {{range .Rows}}<tr class="{{if .Knee}}knee {{end}}{{if .Safe}}safe{{end}}" data-round="{{.Round}}"><td>{{.Round}}</td><td>{{.Load}}</td>{{range cells .Pct}}{{if .}}<td>{{.}}</td>{{end}}{{end}}<td>{{.Throughput}}</td><td>{{.Goodput}}</td><td class="verdict">{{.Verdict}}</td></tr>
 {{end}}</tbody></table>
+<h3>Audit</h3><ul class="audit">{{range .Audit}}<li class="{{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}&#x2713;{{else}}&#x2717;{{end}} {{.Check}}: {{.Evidence}}</li>{{end}}</ul>
 </section>
 {{end}}</body></html>
 `))

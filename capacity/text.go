@@ -258,6 +258,7 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	case s.HourlyCost > 0 && s.At < 0:
 		fmt.Fprintln(w, "no cost: the knee was not reached and no round met the SLO, so there are no good tokens to price")
 	}
+	defer r.writeAudit(w)
 	if s.JoulesPerToken > 0 {
 		where := "at the knee"
 		if !s.AtKnee {
