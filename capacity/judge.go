@@ -340,6 +340,19 @@ type Sizing struct {
 	// JoulesPerToken is GPU energy per good token at round At; 0 when the
 	// file has no energy for its window.
 	JoulesPerToken float64
+	// TaskTokens is the good output tokens one task takes and TaskSuccess
+	// the share of tasks that succeed (0: no cost per task).
+	TaskTokens, TaskSuccess float64
+}
+
+// TaskCost is the cost of one successful task: the cost of a task's good
+// tokens, divided by the share of tasks that succeed (a failed task's
+// tokens are paid for too).
+func (s Sizing) TaskCost() float64 {
+	if !s.HasCost || !(s.TaskTokens > 0) || !(s.TaskSuccess > 0) {
+		return 0
+	}
+	return s.CostPerMillion * s.TaskTokens / 1e6 / s.TaskSuccess
 }
 
 // BestPassing indexes the round that met the SLO with the most goodput

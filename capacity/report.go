@@ -20,6 +20,9 @@ type ReportOptions struct {
 	Hourly   float64     // one replica's price per hour (0: no cost)
 	Currency string
 	MaxDrop  float64 // largest allowed fall of the knee's goodput against Baseline, as a ratio
+	// TaskTokens and TaskSuccess turn the cost per good token into the
+	// cost per successful task (0: not asked).
+	TaskTokens, TaskSuccess float64
 	// CompareAnyway compares a baseline that measured something else,
 	// saying what differs, instead of refusing (ErrNotComparable).
 	CompareAnyway bool
@@ -76,6 +79,7 @@ func report(w io.Writer, c ReportOptions) ([]*Result, []Sizing, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		sizing.TaskTokens, sizing.TaskSuccess = c.TaskTokens, c.TaskSuccess
 		sizings = append(sizings, sizing)
 		if err := res.Write(w, sizing, currency); err != nil {
 			return nil, nil, err

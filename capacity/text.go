@@ -258,6 +258,10 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	case s.HourlyCost > 0 && s.At < 0:
 		fmt.Fprintln(w, "no cost: the knee was not reached and no round met the SLO, so there are no good tokens to price")
 	}
+	if s.HasCost && s.TaskTokens > 0 {
+		fmt.Fprintf(w, "cost per successful task: %.4f %s (%s good tokens a task ÷ a success rate of %g: %.2f × %s / 10⁶ / %g)\n",
+			s.TaskCost(), currency, Sig3(s.TaskTokens), s.TaskSuccess, s.CostPerMillion, Sig3(s.TaskTokens), s.TaskSuccess)
+	}
 	defer r.writeAudit(w)
 	if s.JoulesPerToken > 0 {
 		where := "at the knee"

@@ -16,6 +16,8 @@ import (
 type capacityCmd struct {
 	ConfigFile    string   `name:"config.file" required:"" placeholder:"FILE" help:"Configuration with slos: (and optionally pricing:)."`
 	SLO           string   `name:"slo" help:"Name of the SLO to judge the sweep against (default: the first in the file)."`
+	TaskTokens    float64  `name:"task-tokens" placeholder:"TOKENS" help:"Good output tokens one task takes (a conversation, an agent run), for the cost per successful task."`
+	TaskSuccess   float64  `name:"task-success" default:"1" placeholder:"RATIO" help:"Share of tasks that succeed, in (0,1], for the cost per successful task."`
 	AllSLOs       bool     `name:"all-slos" help:"Judge the sweep against every SLO in the file, one knee per SLO, with a table of them at the end."`
 	Peak          float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
 	ReplicaGPUs   int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
@@ -32,6 +34,9 @@ func (c *capacityCmd) Validate() error {
 	}
 	if c.ReplicaGPUs < 1 {
 		return errors.New("--replica-gpus must be at least 1")
+	}
+	if c.TaskTokens < 0 || !(c.TaskSuccess > 0 && c.TaskSuccess <= 1) {
+		return errors.New("--task-tokens must not be negative and --task-success is a ratio in (0,1]")
 	}
 	if !(c.MaxDrop >= 0 && c.MaxDrop < 1) {
 		return errors.New("--max-drop is a ratio in [0,1)")
@@ -51,7 +56,8 @@ func (c *capacityCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	opts := capacity.ReportOptions{Files: c.Files, Baseline: c.Baseline, SLO: slo, Peak: c.Peak, MaxDrop: c.MaxDrop, CompareAnyway: c.CompareAnyway}
+	opts := capacity.ReportOptions{Files: c.Files, Baseline: c.Baseline, SLO: slo, Peak: c.Peak, MaxDrop: c.MaxDrop, CompareAnyway: c.CompareAnyway,
+		TaskTokens: c.TaskTokens, TaskSuccess: c.TaskSuccess}
 	if cfg.Pricing != nil {
 		if opts.Hourly, err = goodput.HourlyCost(cfg.Pricing.Goodput(), c.ReplicaGPUs); err != nil {
 			return fmt.Errorf("pricing: %w", err)

@@ -159,3 +159,24 @@ func TestCapacityAllSLOs(t *testing.T) {
 		t.Error("--all-slos with --slo accepted")
 	}
 }
+
+// --task-tokens and --task-success price a successful task: the worked
+// example's 11 EUR/h over 3,330 good tok/s, 2,000 good tokens a task, 80 %
+// of tasks succeeding: 11 / 3,600 / 3,330 × 2,000 / 0.8 = 0.002294 EUR.
+func TestCapacityTaskCost(t *testing.T) {
+	out, _, err := runArgs("capacity", "--config.file", "testdata/capacity/config.yml", "--task-tokens", "2000", "--task-success", "0.8",
+		capDir+"constructed/guidellm/benchmarks.json")
+	if err != nil || !strings.Contains(out, "cost per successful task: 0.0023 EUR (2000 good tokens a task ÷ a success rate of 0.8") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := capacity.Sizing{HasCost: true, CostPerMillion: 11.0 / 3600 / 3330 * 1e6, TaskTokens: 2000, TaskSuccess: 0.8}
+	if got, want := s.TaskCost(), 11.0/3600/3330*2000/0.8; got < want*(1-1e-12) || got > want*(1+1e-12) {
+		t.Errorf("task cost %v, want %v", got, want)
+	}
+	for _, bad := range [][]string{{"--task-success", "0"}, {"--task-success", "1.5"}, {"--task-tokens", "-1"}} {
+		args := append([]string{"capacity", "--config.file", "testdata/capacity/config.yml"}, append(bad, capDir+"constructed/guidellm/benchmarks.json")...)
+		if _, _, err := runArgs(args...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
