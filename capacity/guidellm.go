@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -207,6 +208,9 @@ func guideBenchmark(raw json.RawMessage) (Point, error) {
 	end, hasEnd, err := number(b["end_time"])
 	if err != nil {
 		return p, fmt.Errorf("end_time: %w", err)
+	}
+	if hasStart && hasEnd && end > start {
+		p.Start, p.End = epoch(start), epoch(end)
 	}
 	if d, ok, err := number(b["duration"]); err != nil {
 		return p, fmt.Errorf("duration: %w", err)
@@ -416,4 +420,10 @@ func guideTokens(metrics map[string]json.RawMessage, name string) Dist {
 		}
 	}
 	return out
+}
+
+// epoch is a Unix time in seconds with its fraction.
+func epoch(s float64) time.Time {
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
 }

@@ -48,6 +48,11 @@ func merge(js []Judged, slo goodput.SLO) (Judged, error) {
 	base.Duration, base.EnergyJoules, base.Counted, base.CountKnown = 0, 0, 0, true
 	base.Failed, base.Requests, base.Percentiles = true, nil, nil
 	for _, j := range js {
+		if j.EnergyNote != "" {
+			base.EnergyNote = j.EnergyNote // one run without energy: the round has none
+		}
+	}
+	for _, j := range js {
 		base.Duration += j.Duration
 		base.EnergyJoules += j.EnergyJoules
 		base.Counted += j.Counted
@@ -56,6 +61,9 @@ func merge(js []Judged, slo goodput.SLO) (Judged, error) {
 	}
 	if !base.CountKnown {
 		base.Counted = 0
+	}
+	if base.EnergyNote != "" {
+		base.EnergyJoules = 0
 	}
 	if !slices.ContainsFunc(js, func(j Judged) bool { return j.Requests == nil }) {
 		for _, j := range js {

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,9 @@ type ReportOptions struct {
 	// TaskTokens and TaskSuccess turn the cost per good token into the
 	// cost per successful task (0: not asked).
 	TaskTokens, TaskSuccess float64
+	// Energy, when set, reads each round's GPU energy from Prometheus.
+	Energy *EnergyQuery
+	Ctx    context.Context
 	// CompareAnyway compares a baseline that measured something else,
 	// saying what differs, instead of refusing (ErrNotComparable).
 	CompareAnyway bool
@@ -57,7 +61,20 @@ func Report(w io.Writer, c ReportOptions) error {
 // their sizing for one.
 func report(w io.Writer, c ReportOptions) ([]*Result, []Sizing, error) {
 	slo := c.SLO
-	results, err := judgeFiles(c.Files, slo)
+	sw, err := Read(c.Files...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Energy != nil {
+		ctx := c.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if err := c.Energy.Attach(ctx, sw); err != nil {
+			return nil, nil, err
+		}
+	}
+	results, err := JudgeEach(sw, slo)
 	if err != nil {
 		return nil, nil, err
 	}

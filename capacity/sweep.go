@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -86,9 +87,14 @@ type Point struct {
 	// EnergyJoules is the GPU energy over the point's window, 0 when the
 	// file has none.
 	EnergyJoules float64
-	Source       string // file the point came from
-	Index        int    // its position in that file, from 0
-	Version      string // the tool and version that wrote it, as the file says
+	// Start and End bound the round's measurement window where the file
+	// records them as absolute times (zero otherwise); EnergyNote says
+	// why a round has no energy from Prometheus.
+	Start, End time.Time
+	EnergyNote string
+	Source     string // file the point came from
+	Index      int    // its position in that file, from 0
+	Version    string // the tool and version that wrote it, as the file says
 	// Setting names what sets the round's sweep apart from others given
 	// with it: an SGLang data set, the serve parameters of one `vllm
 	// bench sweep` setting. Rounds of different settings are different

@@ -205,6 +205,9 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	if err := r.writeDistributions(w); err != nil {
 		return err
 	}
+	if err := r.writeEnergy(w); err != nil {
+		return err
+	}
 	k := r.KneePoint()
 	fmt.Fprintln(w)
 	switch {

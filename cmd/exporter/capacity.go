@@ -18,6 +18,8 @@ type capacityCmd struct {
 	SLO           string   `name:"slo" help:"Name of the SLO to judge the sweep against (default: the first in the file)."`
 	TaskTokens    float64  `name:"task-tokens" placeholder:"TOKENS" help:"Good output tokens one task takes (a conversation, an agent run), for the cost per successful task."`
 	TaskSuccess   float64  `name:"task-success" default:"1" placeholder:"RATIO" help:"Share of tasks that succeed, in (0,1], for the cost per successful task."`
+	PromURL       string   `name:"prometheus.url" placeholder:"URL" help:"Prometheus to read each round's GPU energy from, over the round's window (GuideLLM reports record absolute windows)."`
+	PromSelector  string   `name:"prometheus.selector" default:"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" placeholder:"SELECTOR" help:"Series selector of the GPUs' energy counters in millijoules (add labels to pick the node's GPUs)."`
 	AllSLOs       bool     `name:"all-slos" help:"Judge the sweep against every SLO in the file, one knee per SLO, with a table of them at the end."`
 	Peak          float64  `name:"peak" placeholder:"TOK/S" help:"Goodput needed at peak, in output tokens per second, for the replica count."`
 	ReplicaGPUs   int      `name:"replica-gpus" default:"1" help:"GPUs one replica holds, for its price from pricing:."`
@@ -57,7 +59,10 @@ func (c *capacityCmd) Run(e *env) error {
 		return err
 	}
 	opts := capacity.ReportOptions{Files: c.Files, Baseline: c.Baseline, SLO: slo, Peak: c.Peak, MaxDrop: c.MaxDrop, CompareAnyway: c.CompareAnyway,
-		TaskTokens: c.TaskTokens, TaskSuccess: c.TaskSuccess}
+		TaskTokens: c.TaskTokens, TaskSuccess: c.TaskSuccess, Ctx: e.ctx}
+	if c.PromURL != "" {
+		opts.Energy = &capacity.EnergyQuery{URL: c.PromURL, Selector: c.PromSelector}
+	}
 	if cfg.Pricing != nil {
 		if opts.Hourly, err = goodput.HourlyCost(cfg.Pricing.Goodput(), c.ReplicaGPUs); err != nil {
 			return fmt.Errorf("pricing: %w", err)
