@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,11 @@ func TestClosedLoopLabelled(t *testing.T) {
 		if !strings.Contains(txt, want) {
 			t.Errorf("report lacks %q:\n%s", want, txt)
 		}
+	}
+	// the concurrency sweep's throughput still rose from 2 to 8 clients
+	rise := rawField(t, files[4], "output_token_throughput", "avg")/rawField(t, files[3], "output_token_throughput", "avg") - 1
+	if want := fmt.Sprintf("throughput never flattened: it still rose %.0f%% from 2 to 8 clients", 100*rise); !strings.Contains(txt, want) {
+		t.Errorf("report lacks %q:\n%s", want, txt)
 	}
 	if n := strings.Count(txt, "replicas for 1,000 tok/s"); n != 1 {
 		t.Errorf("replicas sized %d times; only the open loop sizes the fleet:\n%s", n, txt)

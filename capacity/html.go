@@ -88,6 +88,7 @@ type htmlSweep struct {
 	PctHeads            []string
 	Rows                []htmlRow
 	Audit               []AuditLine
+	Facts, Missing      []string
 }
 
 // xOf places a round on the load axis: its load, or one step past the
@@ -129,7 +130,8 @@ func buildSweep(idx int, r *Result, s Sizing, currency string) htmlSweep {
 	if r.Setting != "" {
 		setting = " (" + r.Setting + ")"
 	}
-	hs := htmlSweep{ID: id, Audit: r.Audit(), Title: fmt.Sprintf("%s %s sweep%s, SLO %q: %s", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO)),
+	facts, missing := r.FactLines()
+	hs := htmlSweep{ID: id, Audit: r.Audit(), Facts: facts, Missing: missing, Title: fmt.Sprintf("%s %s sweep%s, SLO %q: %s", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO)),
 		Describe: r.Describe()}
 	var text strings.Builder
 	_ = r.Write(&text, s, currency)
@@ -140,7 +142,8 @@ func buildSweep(idx int, r *Result, s Sizing, currency string) htmlSweep {
 		case strings.HasPrefix(line, "safe capacity"):
 			hs.Safe = line
 		case strings.HasPrefix(line, "round ") || strings.HasPrefix(line, "replicas") || strings.HasPrefix(line, "cost") ||
-			strings.HasPrefix(line, "energy") || strings.HasPrefix(line, "no cost"):
+			strings.HasPrefix(line, "energy") || strings.HasPrefix(line, "no cost") || strings.HasPrefix(line, "warning") ||
+			strings.HasPrefix(line, "bottleneck") || strings.HasPrefix(line, "throughput never"):
 			hs.Notes = append(hs.Notes, line)
 		}
 	}
@@ -345,6 +348,7 @@ tr.safe td:first-child::after{content:" (safe)"}
 {{range .}}<section id="{{.ID}}">
 <h2>{{.Title}}</h2>
 <p>{{.Describe}}.</p>
+<ul class="facts">{{range .Facts}}<li>{{.}}</li>{{end}}{{if .Missing}}<li>not recorded in the files: {{range $i, $m := .Missing}}{{if $i}}, {{end}}{{$m}}{{end}}</li>{{end}}</ul>
 <p class="verdict"><strong>{{.Knee}}</strong><br>{{.Safe}}</p>
 {{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <div class="charts">

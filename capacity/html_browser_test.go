@@ -178,6 +178,10 @@ func TestHTMLReportFailedRound(t *testing.T) {
 	if txt := p.String(`document.querySelector('#s0 .verdict').textContent`); !strings.HasPrefix(txt, "knee: round 6") {
 		t.Errorf("verdict %q", txt)
 	}
+	if n := p.String(`String(document.querySelectorAll('#s0 ul.audit li').length) + " " + document.querySelector('#s0 ul.facts').textContent`); !strings.HasPrefix(n, "8 ") ||
+		!strings.Contains(n, "facebook/opt-125m") {
+		t.Errorf("audit lines and facts: %q", n)
+	}
 }
 
 func equalInts(a, b []int) bool {

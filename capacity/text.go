@@ -219,6 +219,13 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 		fmt.Fprintf(w, "knee not reached: no round at a load above round %d (%s) missed the SLO; capacity is at least %s tok/s of goodput (a lower bound)\n",
 			k.Round, LoadText(&k.Point), Thousands(k.Goodput))
 	}
+	if r.Kind == LoadConcurrency && len(r.Points) >= 2 {
+		a, b := &r.Points[len(r.Points)-2], &r.Points[len(r.Points)-1]
+		if !a.NoLoad && !b.NoLoad && a.Throughput > 0 && b.Throughput > a.Throughput*1.05 {
+			fmt.Fprintf(w, "throughput never flattened: it still rose %.0f%% from %s to %s clients, so the sweep stopped below the server's limit\n",
+				100*(b.Throughput/a.Throughput-1), Sig3(a.Concurrency), Sig3(b.Concurrency))
+		}
+	}
 	if name, why, ok := r.Bottleneck(); ok {
 		fmt.Fprintf(w, "bottleneck past the knee: %s (%s)\n", name, why)
 	}
