@@ -99,3 +99,46 @@ func TestLittlesLaw(t *testing.T) {
 		t.Errorf("Little's law not said:\n%s", out.String())
 	}
 }
+
+// TestAIPerfWrittenFiles: the files AIPerf 0.13.0 wrote against the test
+// engine (make capacity-realtools, kept as testdata) read without the
+// tool: AIPerf 0.13's export and records parse, the closed loop of 8
+// clients met TTFT P95 <= 300 ms at its achieved rate while the Poisson
+// open loop offered that rate missed it, with a TTFT P99 over ten times
+// the closed loop's (the files' own figures); the open loop decides.
+func TestAIPerfWrittenFiles(t *testing.T) {
+	d := func(run string) string { return realDir + "aiperf/0.13.0-testengine-" + run }
+	files := []string{d("concurrency2"), d("concurrency8"), d("poisson-half"), d("poisson-same")}
+	slo := chatSLOp95
+	sw, err := Read(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := JudgeEach(sw, slo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, closed := res[0], res[1]
+	c8, same := closed.Points[1], open.Points[1]
+	if !c8.Exact || c8.Sampled || c8.Listed != c8.Counted || !strings.HasPrefix(c8.Version, "AIPerf 0.13.0") {
+		t.Errorf("AIPerf 0.13 records: exact %v sampled %v listed %d counted %d version %q", c8.Exact, c8.Sampled, c8.Listed, c8.Counted, c8.Version)
+	}
+	offered := rawField(t, d("poisson-same")+"/profile_export_aiperf.json", "input_config", "phases", 1, "rate")
+	achieved := rawField(t, d("concurrency8")+"/profile_export_aiperf.json", "request_throughput", "avg")
+	if !within(offered, achieved, 0.01) || same.Rate != offered {
+		t.Fatalf("the open loop offered %v req/s, the closed loop achieved %v", offered, achieved)
+	}
+	cp99 := rawField(t, d("concurrency8")+"/profile_export_aiperf.json", "time_to_first_token", "p99")
+	op99 := rawField(t, d("poisson-same")+"/profile_export_aiperf.json", "time_to_first_token", "p99")
+	if !c8.Met || same.Met || !(op99 > 10*cp99) {
+		t.Errorf("closed loop met %v (TTFT P99 %v ms), open loop at its rate met %v (%v ms)", c8.Met, cp99, same.Met, op99)
+	}
+	var out bytes.Buffer
+	if err := Report(&out, ReportOptions{Files: files, SLO: slo}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("closed loop, 8 clients: %s req/s achieved, met; open loop at %s req/s: missed", Sig3(achieved), Sig3(offered))
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "capacity (open loop): "+Sig3(open.Points[0].Rate)+" req/s") {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}

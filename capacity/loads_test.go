@@ -280,6 +280,7 @@ func sweepsInTestdata(t *testing.T) [][]string {
 		{"testdata/constructed/guidellm/regressed.json"},
 		{aip("0.10.0-rate0.8"), aip("0.10.0-rate1.0"), aip("0.10.0-rate1.2"), aip("0.10.0-concurrency2"), aip("0.10.0-concurrency8")},
 		{aip("0.8.0-concurrency1")},
+		{aip("0.13.0-testengine-concurrency2"), aip("0.13.0-testengine-concurrency8"), aip("0.13.0-testengine-poisson-half"), aip("0.13.0-testengine-poisson-same")},
 		glob(t, realDir+"vllm/sweep-v0.25.1/*/run*.json"),
 		append(glob(t, realDir+"vllm/sweep-v0.25.1/*/summary.json"), vl("vllm-bench-serve-v0.25.1-sweep-max_num_seqs4-run0.json")),
 		{vl("benchmark_serving-openai-chat-infqps-20250916-091253.json"), vl("vllm-bench-serve-v0.25.1.json")},
