@@ -142,3 +142,45 @@ func TestAIPerfWrittenFiles(t *testing.T) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 }
+
+// TestGuideLLMWrittenFiles: the reports GuideLLM 0.8.1 wrote against the
+// test engine (make capacity-realtools-guidellm, kept as testdata): a
+// concurrent profile (2 and 8 streams) is read as closed loops at the
+// achieved rates the file gives, a Poisson profile as open loops; the
+// 8-stream round met TTFT P95 <= 300 ms and the Poisson round offered its
+// achieved rate missed it, its TTFT P99 over ten times higher (the file's
+// own percentiles); the open loop decides.
+func TestGuideLLMWrittenFiles(t *testing.T) {
+	conc, pois := realDir+"guidellm/0.8.1-testengine-concurrent.json", realDir+"guidellm/0.8.1-testengine-poisson.json"
+	sw, err := Read(conc, pois)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := JudgeEach(sw, chatSLOp95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, closed := res[0], res[1]
+	if !closed.ClosedLoop() || open.ClosedLoop() || !strings.HasPrefix(closed.Points[0].Version, "GuideLLM 0.8.1") {
+		t.Fatalf("loops: open %v closed %v (%s)", open.ClosedLoop(), closed.ClosedLoop(), closed.Points[0].Version)
+	}
+	for i := range closed.Points {
+		got, _ := closed.Points[i].AchievedRate()
+		if want := rawField(t, conc, "benchmarks", i, "metrics", "requests_per_second", "successful", "mean"); got != want {
+			t.Errorf("closed round %d: achieved %v, the file's %v", i+1, got, want)
+		}
+	}
+	c8, same := closed.Points[1], open.Points[1]
+	cp99 := rawField(t, conc, "benchmarks", 1, "metrics", "time_to_first_token_ms", "successful", "percentiles", "p99")
+	op99 := rawField(t, pois, "benchmarks", 1, "metrics", "time_to_first_token_ms", "successful", "percentiles", "p99")
+	if !c8.Met || same.Met || !within(same.Rate, c8.Rate, 0.01) || !(op99 > 10*cp99) {
+		t.Errorf("8 streams met %v at %v req/s (TTFT P99 %v ms); Poisson at %v req/s met %v (%v ms)", c8.Met, c8.Rate, cp99, same.Rate, same.Met, op99)
+	}
+	var out bytes.Buffer
+	if err := Report(&out, ReportOptions{Files: []string{conc, pois}, SLO: chatSLOp95}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "the open loop decides the capacity") || !strings.Contains(out.String(), "warning: measured in a closed loop of 8 clients") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}

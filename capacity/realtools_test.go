@@ -4,8 +4,10 @@ package capacity
 
 // The real load generators against a test engine: `make capacity-realtools`
 // installs AIPerf (pinned) in a virtual environment and runs this test
-// with CAPACITY_TOOLS_VENV pointing at it. It is not part of `make test`:
-// the install is over a gigabyte and each run takes minutes.
+// with CAPACITY_TOOLS_VENV pointing at it; `make
+// capacity-realtools-guidellm` does the same for GuideLLM
+// (CAPACITY_GUIDELLM_VENV). Neither is part of `make test`: the installs
+// are one and six gigabytes and each run takes minutes.
 
 import (
 	"encoding/json"
@@ -275,5 +277,79 @@ func TestRealToolsAIPerf(t *testing.T) {
 	}
 	if !(closedP99 < openP99) {
 		t.Errorf("the closed loop's TTFT P99 %v ms is not below the open loop's %v ms at the same rate", closedP99, openP99)
+	}
+}
+
+// runGuideLLM runs `guidellm run` on a scenario (the CLI of 0.8 takes
+// kind=… arguments; a scenario file says the same in JSON) and returns the
+// report it wrote.
+func runGuideLLM(t *testing.T, venv, url, tokenizer, dir, name string, profile map[string]any, benchmarks []map[string]any, requests int) string {
+	t.Helper()
+	out := filepath.Join(dir, name+".json")
+	sc := map[string]any{
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"backend":     map[string]any{"kind": "openai_http", "target": url, "model": "test-engine", "request_format": "/v1/chat/completions"},
+			"tokenizer":   map[string]any{"kind": "huggingface_auto", "model": tokenizer},
+			"profile":     profile,
+			"data":        []any{map[string]any{"kind": "synthetic_text", "prompt_tokens": 64, "prompt_tokens_stdev": 16, "output_tokens": 32, "output_tokens_stdev": 8}},
+			"constraints": []any{map[string]any{"kind": "max_requests", "count": requests}},
+			"outputs":     []any{map[string]any{"kind": "json", "path": out}},
+		},
+	}
+	if benchmarks != nil {
+		sc["benchmarks"] = benchmarks
+	}
+	scf := filepath.Join(dir, name+"-scenario.json")
+	_ = os.WriteFile(scf, must(json.Marshal(sc)), 0o644)
+	cmd := exec.Command(filepath.Join(venv, "bin", "guidellm"), "run", "--scenario", scf, "--output", "kind=json,path="+out,
+		"--disable-console-interactive")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("guidellm %s: %v\n%s", name, err, b)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("guidellm %s wrote no report:\n%s", name, b)
+	}
+	return out
+}
+
+// TestRealToolsGuideLLM: GuideLLM drives the same engine with a concurrent
+// profile (2 and 8 streams) and a Poisson profile at the 8-stream run's
+// achieved rate; the report read from its files labels the concurrent
+// rounds closed loops and lets the Poisson rounds decide.
+func TestRealToolsGuideLLM(t *testing.T) {
+	venv := os.Getenv("CAPACITY_GUIDELLM_VENV")
+	if venv == "" {
+		t.Skip("CAPACITY_GUIDELLM_VENV is not set: run make capacity-realtools-guidellm")
+	}
+	eng := newTestEngine(t, 8, 20*time.Millisecond, 2*time.Millisecond)
+	srv := httptest.NewServer(eng)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "tokenizer")
+	_ = os.MkdirAll(tok, 0o755)
+	if b, err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", tokenizerPy, tok).CombinedOutput(); err != nil {
+		t.Fatalf("tokenizer: %v\n%s", err, b)
+	}
+	conc := runGuideLLM(t, venv, srv.URL, tok, dir, "concurrent", map[string]any{"kind": "concurrent", "streams": []int{2, 8}}, nil, 80)
+	sw, err := Read(conc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	achieved := sw.Points[len(sw.Points)-1].Rate
+	pois := runGuideLLM(t, venv, srv.URL, tok, dir, "poisson", map[string]any{"kind": "poisson", "rate": []float64{achieved / 2, achieved}}, nil, 80)
+	if os.Getenv("CAPACITY_TOOLS_KEEP") != "" {
+		for _, f := range []string{conc, pois} {
+			_ = os.WriteFile(filepath.Join("testdata", "real", "guidellm", "0.8.1-testengine-"+filepath.Base(f)), must(os.ReadFile(f)), 0o644)
+		}
+	}
+	var out strings.Builder
+	if err := Report(&out, ReportOptions{Files: []string{conc, pois}, SLO: chatSLOp95}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report on GuideLLM's files:\n%s", out.String())
+	if !strings.Contains(out.String(), "the open loop decides the capacity") || !strings.Contains(out.String(), "warning: measured in a closed loop of 8 clients") {
+		t.Errorf("report:\n%s", out.String())
 	}
 }
