@@ -69,6 +69,11 @@ func TestDemoExactWithinItsBoundsOnScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// SGLang's good tokens have no lower bound: the screen says why and
+	// where exact goodput comes from.
+	if !strings.Contains(out.String(), "sglang-1: no lower bound (TPOT judged per token); exact goodput: the measuring proxy, docs/proxy.md") {
+		t.Error("the SGLang row's missing lower bound is not explained")
+	}
 	frames, raw := rowCells(t, out.String(), "vllm-0")
 	if len(frames) < 10 {
 		t.Fatalf("only %d frames with exact and bounds:\n%s", len(frames), out)
