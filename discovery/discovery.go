@@ -172,9 +172,12 @@ func New(opts Options) (*Discoverer, error) {
 	// logged at warning level: client-go retries a refused connection
 	// without a word above debug level, so the list and watch calls above
 	// see each failure; the handler adds those that end an open watch.
-	if err := d.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+	// client-go's own handler would log each of them again, at error
+	// level ("Failed to watch", every retry of an outage): one warning per
+	// outage is discovery's, the rest goes to debug.
+	if err := d.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		d.health.streamFailed(err)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		d.opts.Logger.Debug("list or watch of pods failed", "node", d.opts.Node, "err", err)
 	}); err != nil {
 		return nil, err
 	}

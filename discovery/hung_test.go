@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // hangingAPI answers pod lists and watches as kube-apiserver does (a
@@ -135,6 +136,9 @@ func TestHungAPIServerIsNoticedAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
+	// client-go logs into the same log, as the daemon has it.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(logs, nil)))
+	t.Cleanup(klog.ClearLogger)
 	d, _ := runDiscovery(t, Options{
 		Rules: Rules{Node: "node-a"}, Pods: listThenWatch{client}, Registerer: prometheus.NewRegistry(),
 		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
@@ -168,6 +172,10 @@ func TestHungAPIServerIsNoticedAndRecovers(t *testing.T) {
 	time.Sleep(sc(3 * time.Minute))
 	if n := logs.count("level=WARN") - warned; n != 1 {
 		t.Errorf("%d warnings while hung, want 1:\n%s", n, logs)
+	}
+	// Nor does client-go add an error line for each retry.
+	if n := logs.count("level=ERROR"); n != 0 {
+		t.Errorf("%d error lines while hung, want none:\n%s", n, logs)
 	}
 	if n := testutil.ToFloat64(d.health.errs.WithLabelValues("timeout")); n < 1 {
 		t.Errorf("watch_errors_total{reason=timeout} %v, want at least 1", n)
