@@ -500,11 +500,11 @@ func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool)
 	if ox == nil {
 		return none, true
 	}
-	x1, _ := ea.sum("llm_goodput_tokens_total", want)
-	x2, _ := eb.sum("llm_goodput_tokens_total", want)
+	x1, okX1 := ea.sum("llm_goodput_tokens_total", want)
+	x2, okX2 := eb.sum("llm_goodput_tokens_total", want)
 	wo, ok1 := ox.windowTotals(target, slo)
 	wb, ok2 := b.windowTotals(target, slo)
-	if !ok1 || !ok2 {
+	if !okX1 || !okX2 || !ok1 || !ok2 {
 		return none, true
 	}
 	outer, ok := goodput.WindowTokenBounds(wo, wb, 0)

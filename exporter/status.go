@@ -260,8 +260,8 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 			if x, ok := exact[ms.Model+"\x00"+ss.SLO]; ok && x.Supported && x.Exact.Requests > 0 {
 				row.Exact = t.exactBeside(ms.Model, ss.SLO, x)
 			}
-			if j.Supported && j.Interval.OK && j.Interval.Attainment.Lower == 0 && perToken(ss.Objectives) {
-				row.Goodput += " (no lower bound: TPOT judged per token; exact goodput: the measuring proxy, docs/proxy.md)"
+			if kind := perToken(ss.Objectives); kind != "" && j.Supported && j.Interval.OK && j.Interval.Attainment.Lower == 0 {
+				row.Goodput += " (no lower bound: " + strings.ToUpper(kind) + " judged per token; exact goodput: the measuring proxy, docs/proxy.md)"
 			}
 			slos = append(slos, row)
 		}
@@ -269,16 +269,16 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 	return slos, unmeasurable
 }
 
-// perToken: an objective of the SLO is judged per token (a tpot fallback
-// on the inter-token histogram, or itl), which gives the joint goodput
-// no per-request lower bound.
-func perToken(objs []goodput.ObjectiveState) bool {
+// perToken names the first objective of the SLO judged per token (a
+// tpot fallback on the inter-token histogram, or itl), which leaves the
+// joint goodput no per-request lower bound; "" when there is none.
+func perToken(objs []goodput.ObjectiveState) string {
 	for _, os := range objs {
 		if os.Resolution.Fallback || os.Objective.Kind == goodput.KindITL {
-			return true
+			return string(os.Objective.Kind)
 		}
 	}
-	return false
+	return ""
 }
 
 // exactBeside is the status page's exact goodput of a model and SLO,
