@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,8 +166,8 @@ func TestHungAPIServerIsNoticedAndRecovers(t *testing.T) {
 		t.Errorf("noticed after %s, the rule promises at most %s", noticed, max)
 	}
 	failing, lines := d.Health().Summary()
-	if !failing {
-		t.Errorf("status page not failing while the API server is hung: %q", lines)
+	if !failing || !strings.Contains(strings.Join(lines, "\n"), "nothing from the API server for") {
+		t.Errorf("status page not failing, or not saying why, while the API server is hung: %q", lines)
 	}
 	// Several request timeouts later, still one warning.
 	time.Sleep(sc(3 * time.Minute))
