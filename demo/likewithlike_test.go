@@ -71,7 +71,7 @@ func TestDemoExactWithinItsBoundsOnScreen(t *testing.T) {
 	}
 	// SGLang's good tokens have no lower bound: the screen says why and
 	// where exact goodput comes from.
-	if !strings.Contains(out.String(), "sglang-1: no lower bound (TPOT judged per token); exact goodput: the measuring proxy, docs/proxy.md") {
+	if !strings.Contains(out.String(), "sglang-1: no lower bound (TPOT judged per token); EXACT: the measuring proxy's spans") {
 		t.Error("the SGLang row's missing lower bound is not explained")
 	}
 	frames, raw := rowCells(t, out.String(), "vllm-0")

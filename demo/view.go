@@ -321,7 +321,11 @@ func (v *demoView) draw() {
 			lo, hi, exact = same.lo, same.hi, same.exact
 			notes = append(notes, same.note)
 		} else if strings.HasPrefix(lo, "~") {
-			notes = append(notes, en.Name+": no lower bound (TPOT judged per token); exact goodput: the measuring proxy, docs/proxy.md")
+			where := "exact goodput: the measuring proxy, docs/proxy.md"
+			if exact != "-" {
+				where = "EXACT: the measuring proxy's spans, as they arrive (docs/proxy.md)"
+			}
+			notes = append(notes, en.Name+": no lower bound (TPOT judged per token); "+where)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			en.Name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
@@ -485,6 +489,12 @@ type sameCells struct{ lo, hi, exact, note string }
 func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool) {
 	want := map[string]string{"target": target, "slo": slo, "bound": "exact"}
 	if _, ok := b.sum("llm_goodput_tokens_total", want); !ok || v.lag <= 0 {
+		return sameCells{}, false
+	}
+	// Good tokens that are an estimate, not bounds (no output-length
+	// histogram, or an objective judged per token): nothing to bound exact
+	// with; the row says so instead.
+	if est, ok := b.sum("llm_goodput_tokens_bounded", map[string]string{"target": target, "slo": slo}); ok && est == 0 {
 		return sameCells{}, false
 	}
 	none := sameCells{lo: "-", hi: "-", exact: "-", note: target + ": exact beside its bounds once the view holds " + (window + 2*v.lag).String() + " of readings"}

@@ -54,8 +54,11 @@ type statusPage struct {
 
 type statusTarget struct {
 	Name, URL, Engine, State, Age, Error string
-	FamilyErrors                         []string
-	Models                               []string
+	// Goodput says how the target's goodput is known: exact (request
+	// spans, from vLLM or the measuring proxy) or bounds (histograms).
+	Goodput      string
+	FamilyErrors []string
+	Models       []string
 	// Verdict is "pending", "warming up", "none" or the raised modes.
 	Verdict     string
 	Failing     bool
@@ -145,6 +148,7 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		s.Failing = len(s.Raised) > 0
 	}
 	s.SLOs, s.Unmeasurable = t.sloStatus(st.engine)
+	s.Goodput = t.goodputSource()
 	if t.hist != nil {
 		pts := t.hist.Points()
 		span := history.Covered(pts, now)
@@ -261,7 +265,11 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 				row.Exact = t.exactBeside(ms.Model, ss.SLO, x)
 			}
 			if kind := perToken(ss.Objectives); kind != "" && j.Supported && j.Interval.OK && j.Interval.Attainment.Lower == 0 {
-				row.Goodput += " (no lower bound: " + strings.ToUpper(kind) + " judged per token; exact goodput: the measuring proxy, docs/proxy.md)"
+				where := "exact goodput: the measuring proxy, docs/proxy.md"
+				if row.Exact != "" {
+					where = "exact goodput from request spans beside it"
+				}
+				row.Goodput += " (no lower bound: " + strings.ToUpper(kind) + " judged per token; " + where + ")"
 			}
 			slos = append(slos, row)
 		}
@@ -302,6 +310,20 @@ func (t *target) exactBeside(model, slo string, x goodput.ExactSLO) string {
 	return n(c.got) + " good requests traced since " + c.since.UTC().Format(time.TimeOnly) + " UTC; bounds over the same requests " +
 		n(math.Max(0, c.lower)) + "–" + n(c.upper) + " (widened by " + n(c.lowerEdge) + " and " + n(c.upperEdge) +
 		" requests in flight at the edges, spans up to 10 s late): " + verdict
+}
+
+// goodputSource says whether the target's goodput is exact: request
+// spans are configured for it (traces:), it is behind the measuring proxy
+// (proxied:, or the goodput-exporter.io/proxy annotation), or spans have
+// come for it. Caller holds t.mu.
+func (t *target) goodputSource() string {
+	switch {
+	case t.cfg.Proxied:
+		return "exact: each request judged from the measuring proxy's spans (bound=\"exact\"); bounds too"
+	case t.cfg.Traces != nil, t.exact != nil && len(t.exact.Models()) > 0:
+		return "exact: each request judged from its request span (bound=\"exact\"); bounds too"
+	}
+	return "bounds: from the engine's histograms only; the measuring proxy makes it exact (docs/proxy.md)"
 }
 
 func fmtPercent(v float64) string {

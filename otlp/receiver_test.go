@@ -123,6 +123,8 @@ func TestRequestDecoding(t *testing.T) {
 		{"finish reasons not JSON", with(AttrFinishReasons, "[stop"), ResultMalformed},
 		{"finish reasons as a number", with(AttrFinishReasons, int64(1)), ResultMalformed},
 		{"no queue: folded, judged where it can be", with(AttrQueue, nil), ResultFolded},
+		{"estimated tokens", with(AttrUsageEstimated, true), ResultFolded},
+		{"estimated tokens not a bool", with(AttrUsageEstimated, "true"), ResultMalformed},
 	} {
 		td := traces("vllm", c.attrs)
 		_, got := Request(td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))
