@@ -87,10 +87,10 @@ func TestDemoExactWithinItsBoundsOnScreen(t *testing.T) {
 	}
 	// The daemon's self-check, quoted under the row, agrees with the
 	// screen: it never reads 0 where the screen shows exact within.
-	if n := strings.Count(out.String(), "; self-check 0"); n > 0 {
+	if n := strings.Count(out.String(), ": self-check 0;"); n > 0 {
 		t.Errorf("the self-check read 0 in %d frames", n)
 	}
-	if strings.Count(out.String(), "; self-check 1") == 0 {
+	if strings.Count(out.String(), ": self-check 1;") == 0 {
 		t.Error("no frame quotes the self-check")
 	}
 	t.Logf("%d frames, %d with exact outside its bounds; the last:\n%s", len(frames), bad, raw[len(raw)-1])

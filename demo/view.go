@@ -482,10 +482,11 @@ type sameCells struct{ lo, hi, exact, note string }
 // the scrapes that can have counted them: the upper bound from a reading
 // a lag before ea to the newest (every one of those requests, and some
 // more), the lower bound from a lag after ea to a lag before eb (only
-// requests whose spans have all arrived). The requests between the two
-// windows are the ones in flight at the edges, stated in the note, with
-// the daemon's own self-check. false where the target has no exact
-// series.
+// requests whose spans have all arrived). Each is widened, as the
+// daemon's self-check widens its own, by the requests in flight at its
+// window's two ends (a request's TTFT is observed at its first token, its
+// span at its end), which the note states with the self-check. false
+// where the target has no exact series or no token bounds.
 func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool) {
 	want := map[string]string{"target": target, "slo": slo, "bound": "exact"}
 	if _, ok := b.sum("llm_goodput_tokens_total", want); !ok || v.lag <= 0 {
@@ -517,17 +518,29 @@ func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool)
 	if !okX1 || !okX2 || !ok1 || !ok2 {
 		return none, true
 	}
-	outer, ok := goodput.WindowTokenBounds(wo, wb, 0)
+	// A request's TTFT is observed at its first token, its span and the
+	// joint's count come when it finishes: the requests in flight at a
+	// window's two ends (running + waiting) may have been judged in part
+	// outside it, and widen its bounds by what they can carry.
+	inFlight := func(r *reading) float64 {
+		t := map[string]string{"target": target}
+		run, _ := r.sum("llm_requests_running", t)
+		wait, _ := r.sum("llm_requests_waiting", t)
+		return run + wait
+	}
+	outerEdge := inFlight(ox) + inFlight(&b)
+	outer, ok := goodput.WindowTokenBounds(wo, wb, outerEdge)
 	if !ok {
 		return none, true
 	}
-	lower, inner := 0.0, 0.0
+	lower, innerEdge := 0.0, 0.0
 	ix, iy := v.after(ea.at.Add(v.lag)), v.before(eb.at.Add(-v.lag))
 	if ix != nil && iy != nil && iy.at.After(ix.at) {
 		wi, ok1 := ix.windowTotals(target, slo)
 		wj, ok2 := iy.windowTotals(target, slo)
-		if ib, ok := goodput.WindowTokenBounds(wi, wj, 0); ok1 && ok2 && ok {
-			lower, inner = ib.Lower, wj.Requests-wi.Requests
+		innerEdge = inFlight(ix) + inFlight(iy)
+		if ib, ok := goodput.WindowTokenBounds(wi, wj, innerEdge); ok1 && ok2 && ok {
+			lower = ib.Lower
 		}
 	}
 	secs := eb.at.Sub(ea.at).Seconds() * v.speed
@@ -535,10 +548,9 @@ func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool)
 	if c, ok := b.sum("llm_goodput_exact_within_bounds", map[string]string{"target": target, "slo": slo}); ok {
 		check = fmt.Sprintf("self-check %.0f", c)
 	}
-	edges := (wb.Requests - wo.Requests) - inner
 	return sameCells{
 		lo: fmt.Sprintf("%.1f", lower/secs), hi: fmt.Sprintf("%.1f", outer.Upper/secs), exact: fmt.Sprintf("%.1f", (x2-x1)/secs),
-		note: fmt.Sprintf("%s: EXACT: spans in until %s ago; GOOD TOK/S over the same requests, %.0f within %s of an edge; %s",
-			target, v.lag, edges, v.lag, check),
+		note: fmt.Sprintf("%s: %s; EXACT: spans in until %s ago; GOOD TOK/S: the same requests ±%s, %.0f/%.0f in flight at edges",
+			target, check, v.lag, v.lag, innerEdge, outerEdge),
 	}, true
 }
