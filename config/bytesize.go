@@ -6,10 +6,13 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// ByteSize is a size in bytes, written in YAML as a plain integer or with a
-// unit: 512KiB, 32MiB, 1GiB (binary) or 10MB (decimal).
+// ByteSize is a size in bytes, written in YAML or a flag as a plain
+// integer, with a unit: 512KiB, 32MiB, 1GiB (binary) or 10MB (decimal),
+// or as a Kubernetes quantity: 192Mi, 1Gi, 500M, 1e9 (the notation of a
+// container's resources.limits.memory).
 type ByteSize int64
 
 var byteUnits = []struct {
@@ -31,9 +34,25 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseByteSize reads "32MiB", "1000000" or "10MB".
+// ParseByteSize reads "32MiB", "1000000", "10MB", or a Kubernetes
+// quantity ("192Mi", "1Gi", "1G"); a quantity that is not a whole number
+// of bytes ("1m", a milli-byte) is refused.
 func ParseByteSize(s string) (ByteSize, error) {
 	s = strings.TrimSpace(s)
+	if v, ok := parseUnits(s); ok {
+		return v, nil
+	}
+	if q, err := resource.ParseQuantity(s); err == nil && q.Sign() > 0 {
+		// Value rounds up; a whole number of bytes is equal to it.
+		if n := q.Value(); n > 0 && n < 1<<62 && q.Cmp(*resource.NewQuantity(n, resource.BinarySI)) == 0 {
+			return ByteSize(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a positive size (use bytes, KiB, MiB, GiB, or a Kubernetes quantity such as 192Mi or 1Gi)", s)
+}
+
+// parseUnits reads an integer with one of byteUnits, or none.
+func parseUnits(s string) (ByteSize, bool) {
 	mult := int64(1)
 	num := s
 	for _, u := range byteUnits {
@@ -43,8 +62,8 @@ func ParseByteSize(s string) (ByteSize, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive size (use bytes or KiB, MiB, GiB)", s)
+	if err != nil || n <= 0 || n > (1<<63-1)/mult {
+		return 0, false
 	}
-	return ByteSize(n * mult), nil
+	return ByteSize(n * mult), true
 }

@@ -126,7 +126,10 @@ func Run(ctx context.Context, d Options, stdout io.Writer) error {
 	defer stop()
 	traces := otlp.New(otlp.Options{Sink: ex})
 	ex.Registry().MustRegister(traces)
-	go feedSpans(ctx, f, traces, d.Interval)
+	// Spans go to the receiver four times a scrape: a request's span is
+	// then at most a quarter interval behind it, and the view's lag (two
+	// intervals) leaves the rest for a loaded machine's delays.
+	go feedSpans(ctx, f, traces, d.Interval/4)
 	// The SGLang engine sends no request spans: the measuring proxy in
 	// front of it does, over OTLP/HTTP to the receiver, as in a cluster.
 	ol, err := net.Listen("tcp", "127.0.0.1:0")
@@ -171,6 +174,10 @@ func Run(ctx context.Context, d Options, stdout io.Writer) error {
 	slos := map[string]string{f.Engines[0].Name: "chat", f.Engines[1].Name: "chat-latency"}
 	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: stdout, tty: isTerminal(stdout), speed: d.Speed,
 		minSpan: 2 * d.Interval,
+		// A finished request reaches the daemon's histograms at the next
+		// scrape (an interval) and its span within a quarter of one: two
+		// intervals leave room for a loaded machine's delays.
+		lag:     2 * d.Interval,
 		verdict: func(target string) []string { return evidence(ex, target) }}
 	go view.run(ctx, d.Refresh)
 	select {

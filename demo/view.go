@@ -209,6 +209,12 @@ type demoView struct {
 	// one step over however little time passed between two readings (on a
 	// loaded machine, milliseconds), a number as wide as it is wrong.
 	minSpan time.Duration
+	// lag is how late a finished request can reach each count: its span
+	// reaches the receiver up to a feed interval later, its histogram
+	// samples the daemon up to a scrape later. Exact is shown lagged by it,
+	// beside the bounds over the same requests (sameRequests); 0 compares
+	// exact as it arrives.
+	lag time.Duration
 }
 
 // window is the wall time rates are taken over.
@@ -229,7 +235,7 @@ func (v *demoView) run(ctx context.Context, every time.Duration) {
 			continue
 		}
 		v.history = append(v.history, r)
-		for len(v.history) > 2 && r.at.Sub(v.history[1].at) >= window {
+		for len(v.history) > 2 && r.at.Sub(v.history[1].at) >= window+3*v.lag {
 			v.history = v.history[1:]
 		}
 		frames++
@@ -259,7 +265,11 @@ func (v *demoView) draw() {
 	if len(v.history) < 2 {
 		return
 	}
-	a, b := v.history[0], v.history[len(v.history)-1]
+	b := v.history[len(v.history)-1]
+	a := v.before(b.at.Add(-window))
+	if a == nil {
+		a = &v.history[0]
+	}
 	if b.at.Sub(a.at) < v.minSpan {
 		return
 	}
@@ -292,6 +302,7 @@ func (v *demoView) draw() {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "goodput-exporter demo: %s\n(rates per simulated second over the last %v of wall time; Ctrl-C stops)\n\n", v.metricsURL, window)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	var notes []string
 	fmt.Fprintln(tw, "TARGET\tSLO\tSIM LEVER\tUP\tGOOD TOK/S\tEXACT\tTOK/S\tTTFT\tTPOT\tNO ERR\tPOWER W\tJ/TOK\tUSD/1M")
 	for _, en := range v.farm.Engines {
 		t := map[string]string{"target": en.Name}
@@ -304,19 +315,33 @@ func (v *demoView) draw() {
 		}
 		var lever sim.Lever
 		en.srv.Do(func(e *sim.Engine) { lever = e.Lever() })
-		lo, hi := goodTokens(a, b, en.Name, slo, secs)
+		lo, hi := goodTokens(*a, b, en.Name, slo, secs)
+		exact := rate("llm_goodput_tokens_total", bound("exact"))
+		if same, ok := v.sameRequests(b, en.Name, slo); ok {
+			lo, hi, exact = same.lo, same.hi, same.exact
+			notes = append(notes, same.note)
+		} else if strings.HasPrefix(lo, "~") {
+			where := "exact goodput: the measuring proxy, docs/proxy.md"
+			if exact != "-" {
+				where = "EXACT: the measuring proxy's spans, as they arrive (docs/proxy.md)"
+			}
+			notes = append(notes, en.Name+": no lower bound (TPOT judged per token); "+where)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			en.Name, slo, lever, gauge("llm_up", t, "%.0f"), lo, hi,
-			rate("llm_goodput_tokens_total", bound("exact")),
+			exact,
 			rate("llm_generation_tokens_total", t),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("ttft")),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("tpot")),
 			ratio("llm_slo_good_requests_total", "llm_slo_requests_total", obj("error")),
 			gauge("llm_engine_gpu_power_watts", t, "%.0f"),
 			ratio("llm_engine_gpu_energy_joules_total", "llm_generation_tokens_total", t),
-			v.costPerMillion(a, b, en.Name))
+			v.costPerMillion(*a, b, en.Name))
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintf(&buf, "%s\n", clip("  "+n, viewWidth))
+	}
 	buf.WriteString("\n")
 	tw = tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tWAITING\tSLOPE/S\tRUNNING\tCEILING\tKV\tPREEMPT/S\tHIT RATIO\tFAILURE MODE (llm_failure_mode)")
@@ -424,4 +449,108 @@ func (v *demoView) costPerMillion(a, b reading, target string) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", cost/3600/(tb.Lower/secs)*1e6)
+}
+
+// before is the newest reading at or before t; nil when there is none.
+func (v *demoView) before(t time.Time) *reading {
+	for i := len(v.history) - 1; i >= 0; i-- {
+		if !v.history[i].at.After(t) {
+			return &v.history[i]
+		}
+	}
+	return nil
+}
+
+// after is the oldest reading at or after t; nil when there is none.
+func (v *demoView) after(t time.Time) *reading {
+	for i := range v.history {
+		if !v.history[i].at.Before(t) {
+			return &v.history[i]
+		}
+	}
+	return nil
+}
+
+// sameCells are a row's GOOD TOK/S bounds and EXACT cells over the same
+// requests, and the line that says which.
+type sameCells struct{ lo, hi, exact, note string }
+
+// sameRequests puts exact goodput beside bounds over the same requests.
+// EXACT is the good tokens of the spans that arrived over the window
+// [ea, eb], eb a lag before the newest reading: requests that finished
+// between ea-lag and eb. The bounds beside it are the window bounds of
+// the scrapes that can have counted them: the upper bound from a reading
+// a lag before ea to the newest (every one of those requests, and some
+// more), the lower bound from a lag after ea to a lag before eb (only
+// requests whose spans have all arrived). Each is widened, as the
+// daemon's self-check widens its own, by the requests in flight at its
+// window's two ends (a request's TTFT is observed at its first token, its
+// span at its end), which the note states with the self-check. false
+// where the target has no exact series or no token bounds.
+func (v *demoView) sameRequests(b reading, target, slo string) (sameCells, bool) {
+	want := map[string]string{"target": target, "slo": slo, "bound": "exact"}
+	if _, ok := b.sum("llm_goodput_tokens_total", want); !ok || v.lag <= 0 {
+		return sameCells{}, false
+	}
+	// Good tokens that are an estimate, not bounds (no output-length
+	// histogram, or an objective judged per token): nothing to bound exact
+	// with; the row says so instead.
+	if est, ok := b.sum("llm_goodput_tokens_bounded", map[string]string{"target": target, "slo": slo}); ok && est == 0 {
+		return sameCells{}, false
+	}
+	none := sameCells{lo: "-", hi: "-", exact: "-", note: target + ": exact beside its bounds once the view holds " + (window + 2*v.lag).String() + " of readings"}
+	eb := v.before(b.at.Add(-v.lag))
+	if eb == nil {
+		return none, true
+	}
+	ea := v.before(eb.at.Add(-window))
+	if ea == nil || eb.at.Sub(ea.at) < v.minSpan {
+		return none, true
+	}
+	ox := v.before(ea.at.Add(-v.lag))
+	if ox == nil {
+		return none, true
+	}
+	x1, okX1 := ea.sum("llm_goodput_tokens_total", want)
+	x2, okX2 := eb.sum("llm_goodput_tokens_total", want)
+	wo, ok1 := ox.windowTotals(target, slo)
+	wb, ok2 := b.windowTotals(target, slo)
+	if !okX1 || !okX2 || !ok1 || !ok2 {
+		return none, true
+	}
+	// A request's TTFT is observed at its first token, its span and the
+	// joint's count come when it finishes: the requests in flight at a
+	// window's two ends (running + waiting) may have been judged in part
+	// outside it, and widen its bounds by what they can carry.
+	inFlight := func(r *reading) float64 {
+		t := map[string]string{"target": target}
+		run, _ := r.sum("llm_requests_running", t)
+		wait, _ := r.sum("llm_requests_waiting", t)
+		return run + wait
+	}
+	outerEdge := inFlight(ox) + inFlight(&b)
+	outer, ok := goodput.WindowTokenBounds(wo, wb, outerEdge)
+	if !ok {
+		return none, true
+	}
+	lower, innerEdge := 0.0, 0.0
+	ix, iy := v.after(ea.at.Add(v.lag)), v.before(eb.at.Add(-v.lag))
+	if ix != nil && iy != nil && iy.at.After(ix.at) {
+		wi, ok1 := ix.windowTotals(target, slo)
+		wj, ok2 := iy.windowTotals(target, slo)
+		innerEdge = inFlight(ix) + inFlight(iy)
+		if ib, ok := goodput.WindowTokenBounds(wi, wj, innerEdge); ok1 && ok2 && ok {
+			lower = ib.Lower
+		}
+	}
+	secs := eb.at.Sub(ea.at).Seconds() * v.speed
+	check := "no self-check yet"
+	if c, ok := b.sum("llm_goodput_exact_within_bounds", map[string]string{"target": target, "slo": slo}); ok {
+		check = fmt.Sprintf("self-check %.0f", c)
+	}
+	return sameCells{
+		lo: fmt.Sprintf("%.1f", lower/secs), hi: fmt.Sprintf("%.1f", outer.Upper/secs), exact: fmt.Sprintf("%.1f", (x2-x1)/secs),
+		note: fmt.Sprintf("%s: %s; EXACT: spans in until %s ago; GOOD TOK/S: the same requests ±%s, %.0f/%.0f in flight at edges",
+			target, check, v.lag, v.lag, innerEdge, outerEdge),
+	}, true
 }

@@ -54,7 +54,27 @@ type Options struct {
 	EmptyNodeWarning time.Duration
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// RequestTimeout bounds every list, and every watch until the API
+	// server has answered it; 0: DefaultRequestTimeout. A hung API server
+	// accepts connections and answers nothing: without it the request
+	// waits for as long as the server is hung.
+	RequestTimeout time.Duration
+	// StaleAfter is the staleness rule: no pod event, watch bookmark or
+	// answered list or watch within it sets sync_ok to 0 with one warning;
+	// 0: DefaultStaleAfter. A watch silent for 3/4 of it is opened again,
+	// so that an API server that sends no bookmarks proves it is alive.
+	StaleAfter time.Duration
 }
+
+// DefaultRequestTimeout bounds each list and the opening of each watch.
+const DefaultRequestTimeout = 30 * time.Second
+
+// DefaultStaleAfter is how long discovery may hear nothing from the API
+// server (no event, bookmark, or answered list or watch) before it counts
+// it as not answering. kube-apiserver sends a bookmark on a watch that
+// asks for them (client-go's reflector does) about once a minute, so a
+// healthy but quiet node is heard from at least twice as often.
+const DefaultStaleAfter = 2 * time.Minute
 
 // Discoverer watches the node's pods and feeds their targets to a Sink.
 type Discoverer struct {
@@ -90,6 +110,12 @@ func New(opts Options) (*Discoverer, error) {
 	if opts.EmptyNodeWarning <= 0 {
 		opts.EmptyNodeWarning = DefaultEmptyNodeWarning
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
 	d := &Discoverer{
 		opts: opts,
 		kick: make(chan struct{}, 1),
@@ -120,13 +146,18 @@ func New(opts Options) (*Discoverer, error) {
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
+			ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout)
+			defer cancel()
 			l, err := pods.List(ctx, o)
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("list of pods not answered within %s: %w (%w)", opts.RequestTimeout, context.DeadlineExceeded, err)
+			}
 			d.health.result(err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
-			w, err := pods.Watch(ctx, o)
+			w, err := openWatch(ctx, pods, o, opts.RequestTimeout, opts.StaleAfter*3/4, d.health.answered)
 			d.health.result(err)
 			return w, err
 		},
@@ -141,9 +172,12 @@ func New(opts Options) (*Discoverer, error) {
 	// logged at warning level: client-go retries a refused connection
 	// without a word above debug level, so the list and watch calls above
 	// see each failure; the handler adds those that end an open watch.
-	if err := d.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+	// client-go's own handler would log each of them again, at error
+	// level ("Failed to watch", every retry of an outage): one warning per
+	// outage is discovery's, the rest goes to debug.
+	if err := d.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		d.health.streamFailed(err)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		d.opts.Logger.Debug("list or watch of pods failed", "node", d.opts.Node, "err", err)
 	}); err != nil {
 		return nil, err
 	}
@@ -188,7 +222,8 @@ func (d *Discoverer) Run(ctx context.Context, sink Sink) error {
 	d.update(ctx, sink)
 	// The node may stay empty with no event to say so: look again now
 	// and then.
-	tick := time.NewTicker(min(d.opts.EmptyNodeWarning/4, 15*time.Second))
+	// The same tick applies the staleness rule.
+	tick := time.NewTicker(min(d.opts.EmptyNodeWarning/4, d.opts.StaleAfter/8, 15*time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -198,6 +233,7 @@ func (d *Discoverer) Run(ctx context.Context, sink Sink) error {
 			d.update(ctx, sink)
 		case <-tick.C:
 			d.health.checkEmpty()
+			d.health.checkStale(d.opts.StaleAfter)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func newHealth(node string, logger *slog.Logger, now func() time.Time, empty tim
 		logger: logger, now: now, empty: empty, h: Health{Node: node},
 		syncOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_kubernetes_sync_ok",
-			Help: "1 when the Kubernetes API server answered discovery's last list or watch request, 0 when it failed (unreachable, forbidden, ...: see goodput_exporter_kubernetes_watch_errors_total) or when a watch ended with its history expired until discovery has listed again.",
+			Help: "1 when the Kubernetes API server answered discovery's last list or watch request, 0 when it failed (unreachable, forbidden, timeout: a list or the opening of a watch not answered in 30 s, ...: see goodput_exporter_kubernetes_watch_errors_total), when nothing came from it (no pod event, watch bookmark or answered request) for 2 minutes, or when a watch ended with its history expired until discovery has listed again.",
 		}),
 		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_kubernetes_last_sync_timestamp_seconds",
@@ -188,6 +188,33 @@ func (h *health) failed(err error) {
 		hint = "kubernetes discovery's request failed"
 	}
 	h.logger.Warn(hint, "node", h.h.Node, "reason", reason, "err", err)
+}
+
+// checkStale applies the staleness rule: an API server that has sent
+// nothing (no pod event, no bookmark, no answered list or watch) for
+// after is counted as not answering, as a failed request would be: a
+// timeout, sync_ok 0, one warning. It recovers with the next answer.
+func (h *health) checkStale(after time.Duration) {
+	h.mu.Lock()
+	if h.state != "ok" || h.h.LastSync.IsZero() {
+		h.mu.Unlock()
+		return // failing already, or never answered: the requests say why
+	}
+	now := h.now()
+	silent := now.Sub(h.h.LastSync)
+	if silent < after {
+		h.mu.Unlock()
+		return
+	}
+	h.state = "timeout"
+	h.h.OK = false
+	h.h.LastError = fmt.Sprintf("nothing from the API server for %s (no pod event, watch bookmark or answered request; limit %s): hung or cut off", silent.Round(time.Second), after)
+	h.syncOK.Set(0)
+	last := h.h.LastSync
+	h.mu.Unlock()
+	h.errs.WithLabelValues("timeout").Inc()
+	h.logger.Warn("the Kubernetes API server has sent nothing in time: hung or cut off; targets found so far are kept and still scraped",
+		"node", h.h.Node, "reason", "timeout", "silent_for", silent.Round(time.Second), "limit", after, "last_answer", last.UTC().Format(time.RFC3339))
 }
 
 // synced records the informer's first complete list.

@@ -47,6 +47,19 @@ type boundSums struct {
 	// verdict is the self-check as of the last scrape: 1, 0, or -1 while
 	// it has too few readings to say.
 	verdict float64
+	// last is what that verdict compared, for the status page: it shows
+	// the gauge's own figures, so the two cannot disagree.
+	last boundCheck
+}
+
+// boundCheck is one comparison of the self-check: the exact good
+// requests whose spans arrived since the base reading, and the bounds
+// over the same requests, each widened by the requests in flight at its
+// window's edges (lowerEdge, upperEdge).
+type boundCheck struct {
+	since                time.Time // the base reading
+	got, lower, upper    float64
+	lowerEdge, upperEdge float64
 }
 
 // judge compares the exact good requests that arrived since the base
@@ -75,16 +88,19 @@ func (b *boundSums) judge(cur boundReading) {
 		}
 		b.base = &boundReading{at: cur.at, w: cur.w.Clone(), edge: cur.edge, good: cur.good}
 	}
-	lower := 0.0
+	lower, lowerEdge := 0.0, 0.0
 	for i := len(b.recent) - 2; i >= 0; i-- {
 		r := &b.recent[i]
 		if r.at.After(b.base.at) && cur.at.Sub(r.at) >= exactLag {
-			lower = goodput.WindowBounds(b.base.w, r.w).Lower - b.base.edge - r.edge
+			lowerEdge = b.base.edge + r.edge
+			lower = goodput.WindowBounds(b.base.w, r.w).Lower - lowerEdge
 			break
 		}
 	}
-	upper := goodput.WindowBounds(b.first.w, cur.w).Upper + b.first.edge + cur.edge
+	upperEdge := b.first.edge + cur.edge
+	upper := goodput.WindowBounds(b.first.w, cur.w).Upper + upperEdge
 	got := cur.good - b.base.good
+	b.last = boundCheck{since: b.base.at, got: got, lower: lower, upper: upper, lowerEdge: lowerEdge, upperEdge: upperEdge}
 	tol := 1e-9 * max(1, upper)
 	b.verdict = 0
 	if got >= lower-tol && got <= upper+tol {

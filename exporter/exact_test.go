@@ -452,3 +452,46 @@ func TestExactWithinBoundsReadings(t *testing.T) {
 		}
 	}
 }
+
+// The status page shows exact goodput beside the bounds over the same
+// requests, with the figures and the verdict of the self-check itself:
+// where the gauge reads 0 the page says exact is outside its bounds, and
+// where it reads 1, within them. It used to show the exact share over
+// every traced request beside bounds over the last interval, other
+// requests, which could disagree with each other and with the gauge.
+func TestStatusExactIsTheSelfChecksComparison(t *testing.T) {
+	e := New(Options{Interval: time.Hour, Timeout: time.Second})
+	slos := []goodput.SLO{{Name: "s", Objectives: []goodput.Objective{{Kind: goodput.KindE2E, Threshold: 1, Target: 0.9}}}}
+	tg, err := newTarget(config.Target{Name: "t", URL: "http://10.0.0.1/metrics", Engine: "vllm", ModelLimit: 10, MaxBodySize: 1 << 20}, time.Second, slos, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.exact.Fold(&goodput.TracedRequest{Model: "m", E2E: 0.5, CompletionTokens: 2})
+	x := tg.exact.Model("m").SLOs[0]
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	read := func(s int, r, good, edge, exact float64) boundReading {
+		return boundReading{at: at(s), w: goodput.WindowTotals{Requests: r, Good: []float64{good}}, edge: edge, good: exact}
+	}
+	b := &boundSums{verdict: -1} // as a model's first reading leaves it
+	tg.bounds = map[string]*boundSums{"m\x00s": b}
+	if got := tg.exactBeside("m", "s", x); !strings.Contains(got, "100.0 % of 1 traced requests") {
+		t.Errorf("before the self-check's readings: %q", got)
+	}
+	// The readings of TestExactWithinBoundsReadings, worked by hand there:
+	// at 30 s, 158 good since the base (10 s) against 80 − 2 − 3 = 75 and
+	// 240 + 2 + 1 = 243; at 50 s, 158 against at least 237.
+	for _, r := range []boundReading{read(0, 0, 0, 2, 0), read(10, 100, 80, 2, 5), read(20, 200, 160, 3, 83), read(30, 300, 240, 1, 163)} {
+		b.judge(r)
+	}
+	want := "158 good requests traced since 00:00:10 UTC; bounds over the same requests 75–243 (widened by 5 and 3 requests in flight at the edges, spans up to 10 s late): within them"
+	if got := tg.exactBeside("m", "s", x); got != want || b.verdict != 1 {
+		t.Errorf("verdict %v, page %q\nwant %q", b.verdict, got, want)
+	}
+	for _, r := range []boundReading{read(40, 400, 320, 1, 163), read(50, 500, 400, 1, 163)} {
+		b.judge(r)
+	}
+	if got := tg.exactBeside("m", "s", x); b.verdict != 0 || !strings.Contains(got, "158 good requests") || !strings.Contains(got, "237–") ||
+		!strings.Contains(got, "OUTSIDE them (llm_goodput_exact_within_bounds 0)") {
+		t.Errorf("verdict %v, page %q", b.verdict, got)
+	}
+}

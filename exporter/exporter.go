@@ -210,11 +210,26 @@ func (e *Exporter) ApplyConfig(cfg *config.Config) error {
 	return e.apply(cfg)
 }
 
+// DefaultMaxTargets is --collect.max-targets' default, for serve and
+// check-config alike.
+const DefaultMaxTargets = 200
+
+// CheckLimits refuses a configuration the exporter would refuse to run
+// with maxTargets (0: no cap) for reasons of its own, past what
+// config.Load checks: serve applies it to every load and reload, and
+// check-config to the file it checks, so that both answer alike.
+func CheckLimits(file *config.Config, maxTargets int) error {
+	if n := len(file.Targets); maxTargets > 0 && n > maxTargets {
+		return fmt.Errorf("%d targets configured, more than the %d of --collect.max-targets: each target holds its parse and goodput state (about 2 MiB for a vLLM engine of 664 series); raise the flag and the memory limit together", n, maxTargets)
+	}
+	return nil
+}
+
 // apply is ApplyConfig with reloadMu held: the file's targets and the
 // discovered ones are reconciled together.
 func (e *Exporter) apply(file *config.Config) error {
-	if n, limit := len(file.Targets), e.opts.MaxTargets; limit > 0 && n > limit {
-		return fmt.Errorf("%d targets configured, more than the %d of --collect.max-targets: each target holds its parse and goodput state (about 2 MiB for a vLLM engine of 664 series); raise the flag and the memory limit together", n, limit)
+	if err := CheckLimits(file, e.opts.MaxTargets); err != nil {
+		return err
 	}
 	cfg := e.withDiscovered(file)
 	left := 0

@@ -265,12 +265,54 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 				row.GoodRequests = strconv.FormatFloat(math.Floor(lo), 'f', -1, 64) + "–" + strconv.FormatFloat(math.Ceil(hi), 'f', -1, 64)
 			}
 			if x, ok := exact[ms.Model+"\x00"+ss.SLO]; ok && x.Supported && x.Exact.Requests > 0 {
-				row.Exact = fmtPercent(x.Exact.GoodRequests/x.Exact.Requests) + " of " + strconv.FormatFloat(x.Exact.Requests, 'f', -1, 64) + " traced requests"
+				row.Exact = t.exactBeside(ms.Model, ss.SLO, x)
+			}
+			if kind := perToken(ss.Objectives); kind != "" && j.Supported && j.Interval.OK && j.Interval.Attainment.Lower == 0 {
+				where := "exact goodput: the measuring proxy, docs/proxy.md"
+				if row.Exact != "" {
+					where = "exact goodput from request spans beside it"
+				}
+				row.Goodput += " (no lower bound: " + strings.ToUpper(kind) + " judged per token; " + where + ")"
 			}
 			slos = append(slos, row)
 		}
 	}
 	return slos, unmeasurable
+}
+
+// perToken names the first objective of the SLO judged per token (a
+// tpot fallback on the inter-token histogram, or itl), which leaves the
+// joint goodput no per-request lower bound; "" when there is none.
+func perToken(objs []goodput.ObjectiveState) string {
+	for _, os := range objs {
+		if os.Resolution.Fallback || os.Objective.Kind == goodput.KindITL {
+			return string(os.Objective.Kind)
+		}
+	}
+	return ""
+}
+
+// exactBeside is the status page's exact goodput of a model and SLO,
+// over the same requests as the bounds beside it: the self-check's last
+// comparison (llm_goodput_exact_within_bounds), its figures and its
+// verdict, so that the page and the gauge say the same. Before the
+// self-check has its readings, the exact share alone, said to be over
+// every traced request.
+func (t *target) exactBeside(model, slo string, x goodput.ExactSLO) string {
+	b := t.bounds[model+"\x00"+slo]
+	if b == nil || b.verdict < 0 {
+		return fmtPercent(x.Exact.GoodRequests/x.Exact.Requests) + " of " + strconv.FormatFloat(x.Exact.Requests, 'f', -1, 64) +
+			" traced requests (bounds over the same requests after 10 s of traces)"
+	}
+	c := b.last
+	verdict := "within them"
+	if b.verdict == 0 {
+		verdict = "OUTSIDE them (llm_goodput_exact_within_bounds 0)"
+	}
+	n := func(v float64) string { return strconv.FormatFloat(math.Round(v), 'f', -1, 64) }
+	return n(c.got) + " good requests traced since " + c.since.UTC().Format(time.TimeOnly) + " UTC; bounds over the same requests " +
+		n(math.Max(0, c.lower)) + "–" + n(c.upper) + " (widened by " + n(c.lowerEdge) + " and " + n(c.upperEdge) +
+		" requests in flight at the edges, spans up to 10 s late): " + verdict
 }
 
 // goodputSource says whether the target's goodput is exact: request

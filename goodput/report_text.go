@@ -50,7 +50,8 @@ func WriteReport(w io.Writer, r *Report) error {
 	if estimated {
 		b.WriteString("~ an estimate, not bounds: the engine publishes no per-request output-length histogram\n" +
 			"  (or an objective is judged per token), so good tokens are the window's generation tokens times\n" +
-			"  the joint attainment bounds; the lower one is too high when failing requests run longer than passing ones\n")
+			"  the joint attainment bounds; the lower one is too high when failing requests run longer than passing ones;\n" +
+			"  exact goodput, request by request: the measuring proxy (docs/proxy.md)\n")
 	}
 	if len(r.Unmatched) > 0 {
 		fmt.Fprintf(&b, "\nmodels no SLO applies to: %s\n", strings.Join(r.Unmatched, ", "))

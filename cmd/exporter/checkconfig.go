@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/exporter"
 )
 
 type checkConfigCmd struct {
-	File string `arg:"" name:"file" help:"Configuration file to check."`
+	File       string `arg:"" name:"file" help:"Configuration file to check."`
+	MaxTargets int    `name:"collect.max-targets" default:"${max_targets}" help:"The cap serve runs with (0: no cap): a file naming more targets is refused by both."`
 }
 
 // Run prints every problem on its own line, prefixed with the file name,
@@ -24,6 +26,12 @@ func (c *checkConfigCmd) Run(e *env) error {
 		} else {
 			fmt.Fprintf(e.stdout, "%s: %v\n", c.File, err)
 		}
+		return errReported
+	}
+	// The limits serve applies past the file's own checks, by the same
+	// function.
+	if err := exporter.CheckLimits(cfg, c.MaxTargets); err != nil {
+		fmt.Fprintf(e.stdout, "%s: %v\n", c.File, err)
 		return errReported
 	}
 	fmt.Fprintf(e.stdout, "%s: ok (%d targets)\n", c.File, len(cfg.Targets))

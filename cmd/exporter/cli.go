@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/alecthomas/kong"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 
 	"github.com/goodput-exporter/goodput-exporter/demo"
+	"github.com/goodput-exporter/goodput-exporter/exporter"
 )
 
 // errReported means the command already printed what went wrong; main
@@ -53,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
 		kong.UsageOnError(),
-		kong.Vars{"tour": demo.DefaultTour},
+		cliVars(),
 	)
 	if err != nil {
 		return err
@@ -84,6 +86,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	logger := promslog.New(&promslog.Config{Level: lvl, Format: format, Writer: stderr})
 	return kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, logger: logger})
+}
+
+// cliVars are the values the flags' tags interpolate: a default that two
+// commands share is written once.
+func cliVars() kong.Vars {
+	return kong.Vars{"tour": demo.DefaultTour, "max_targets": strconv.Itoa(exporter.DefaultMaxTargets)}
 }
 
 type versionCmd struct{}

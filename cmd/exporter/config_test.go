@@ -24,7 +24,7 @@ func TestCheckConfigPrintsEveryError(t *testing.T) {
 	}
 	want := file + `: line 2: "2,5s" is not a duration (use 500ms, 2.5s, 1m)
 ` + file + `: line 6: unknown key "enigne" in a target (use name, url, engine, timeout, max_body_size, model, model_limit, labels, gpus, namespace, pod, traces, proxied)
-` + file + `: line 7: "lots" is not a positive size (use bytes or KiB, MiB, GiB)
+` + file + `: line 7: "lots" is not a positive size (use bytes, KiB, MiB, GiB, or a Kubernetes quantity such as 192Mi or 1Gi)
 ` + file + `: line 10: slos[0].match.targets: no target is named "vllm-1"
 ` + file + `: line 13: unknown objective "latency" (use ttft, tpot, itl, e2e, queue or error)
 ` + file + `: line 14: slos[0].objectives.tpot.target: must be a ratio strictly between 0 and 1, got 1.5

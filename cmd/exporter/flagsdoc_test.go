@@ -9,7 +9,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/internal/docscheck"
 )
 
@@ -18,7 +17,7 @@ import (
 func serveFlags(t *testing.T) (map[string]*kong.Flag, *kong.Application) {
 	t.Helper()
 	var c cli
-	parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
+	parser, err := kong.New(&c, kong.Name("goodput-exporter"), cliVars())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,11 @@ func TestServeSetsTheSoftMemoryLimit(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != 128<<20 {
 		t.Errorf("soft limit %d, want %d", got, 128<<20)
 	}
+	// The chart's own notation, a Kubernetes quantity: 0.8 × 192Mi.
+	serve("--runtime.memory-limit=192Mi")
+	if got := debug.SetMemoryLimit(-1); got != 161061273 {
+		t.Errorf("--runtime.memory-limit=192Mi: soft limit %d, want 161061273", got)
+	}
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	debug.SetMemoryLimit(100 << 20) // what the runtime read at start
 	if log := serve(); !strings.Contains(log, "from GOMEMLIMIT") || debug.SetMemoryLimit(-1) != 100<<20 {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/goodput-exporter/goodput-exporter/demo"
 	"github.com/goodput-exporter/goodput-exporter/internal/docscheck"
 )
 
@@ -392,7 +391,7 @@ func TestProxySidecarArgsParse(t *testing.T) {
 	}
 	for _, args := range sets {
 		var c cli
-		parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
+		parser, err := kong.New(&c, kong.Name("goodput-exporter"), cliVars())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,7 +406,7 @@ func TestProxySidecarArgsParse(t *testing.T) {
 // no other.
 func TestProxyFlagsTable(t *testing.T) {
 	var c cli
-	parser, err := kong.New(&c, kong.Name("goodput-exporter"), kong.Vars{"tour": demo.DefaultTour})
+	parser, err := kong.New(&c, kong.Name("goodput-exporter"), cliVars())
 	if err != nil {
 		t.Fatal(err)
 	}
