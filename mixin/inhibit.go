@@ -58,8 +58,8 @@ func (c Config) burnAlertNames() []string {
 
 // InhibitRules are the inhibitions that make one cause one page.
 func (c Config) InhibitRules() []InhibitRule {
-	target := append(append([]string{}, c.DaemonLabels...), "target")
-	daemon := append([]string{}, c.DaemonLabels...)
+	target := append(c.daemonLabels(), "target")
+	daemon := c.daemonLabels()
 	onEngine := append(append(append([]string{}, c.failureModeAlertNames("")...), c.burnAlertNames()...),
 		"LLMEngineNotServing", "LLMEngineSeriesAbsent", "LLMCapacityHeadroomLow")
 	var fromDaemon []string
@@ -71,7 +71,7 @@ func (c Config) InhibitRules() []InhibitRule {
 			fromDaemon = append(fromDaemon, r.Alert)
 		}
 	}
-	return []InhibitRule{
+	return append([]InhibitRule{
 		{
 			Why: "A down engine is one page, LLMEngineDown: its stall, queue, other failure-mode, " +
 				"SLO burn-rate, not-serving, series and headroom alerts on the same daemon and target say nothing more.",
@@ -102,7 +102,7 @@ func (c Config) InhibitRules() []InhibitRule {
 			Target: []string{`alertname="LLMEngineNotServing"`},
 			Equal:  target,
 		},
-	}
+	}, c.globalInhibitRules()...)
 }
 
 // inhibitSnippet renders InhibitFile.
