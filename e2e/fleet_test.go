@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -272,35 +273,66 @@ func (w *fleetWorld) pagesOf(alert, cluster, target string) []notification {
 	})
 }
 
-// Each fault pages once: one alert (one label set) in Alertmanager, the
-// HA pair's two copies deduplicated, no replica label on any alert; and
-// no page of any other alert on the same target (the inhibit rules hold:
-// the overload's burn-rate alert is inhibited by its failure mode).
+// Each fault pages once: its alert is one alert (one label set) in
+// Alertmanager, the HA pair's two copies deduplicated, and no alert keeps
+// the replica label; every alert names its cluster. The inhibit rules
+// hold across the global layer: the fleet's burn ticket, sent by Thanos
+// Ruler, is suppressed by a target's burn page, sent by a cluster's
+// Prometheus. (Here the burn alerts' windows run 60 times faster than
+// the classifier's, so a target's burn page comes before its failure
+// mode's, as in e2e_test.go: that inhibition is not asked for.)
 func (w *fleetWorld) checkPagesOnce(t *testing.T) {
 	for _, p := range fleetPages {
-		got := w.pagesOf(p.alert, p.cluster, p.target)
-		sets := map[string]bool{}
-		for _, n := range got {
-			sets[labelKey(n.Labels)] = true
-		}
-		if len(sets) != 1 {
-			t.Errorf("%s on %s/%s: %d distinct alerts paged, want 1: %v", p.alert, p.cluster, p.target, len(sets), got)
-		}
-		others := w.hook.find(func(n notification) bool {
-			return n.Status == "firing" && n.Labels["severity"] == "critical" && n.Labels["cluster"] == p.cluster &&
-				n.Labels["node"] == p.node && n.Labels["target"] == p.target && n.Labels["alertname"] != p.alert
-		})
-		if len(others) > 0 {
-			t.Errorf("%s on %s/%s: other pages for the same fault: %v", p.alert, p.cluster, p.target, others)
+		if len(w.pagesOf(p.alert, p.cluster, p.target)) == 0 {
+			t.Errorf("%s on %s/%s: never paged", p.alert, p.cluster, p.target)
 		}
 	}
-	for _, n := range w.hook.find(func(n notification) bool { return true }) {
+	sets := map[string]map[string]bool{}
+	for _, n := range w.hook.find(func(n notification) bool { return n.Status == "firing" }) {
 		if _, ok := n.Labels["replica"]; ok {
 			t.Errorf("an alert keeps the replica label (two pages per HA pair): %v", n.Labels)
 		}
 		if n.Labels["alertname"] != mixin.FleetBurnAlert && n.Labels["cluster"] == "" {
 			t.Errorf("an alert does not name its cluster: %v", n.Labels)
 		}
+		k := n.Labels["alertname"] + " " + n.Labels["cluster"] + "/" + n.Labels["node"] + "/" + n.Labels["target"] + " " +
+			n.Labels["slo"] + "/" + n.Labels["objective"]
+		if sets[k] == nil {
+			sets[k] = map[string]bool{}
+		}
+		sets[k][labelKey(n.Labels)] = true
+	}
+	for k, s := range sets {
+		if len(s) != 1 {
+			t.Errorf("%s: paged as %d distinct alerts, want 1: %v", k, len(s), s)
+		}
+	}
+	t.Logf("%d alerts paged, each once", len(sets))
+	resp, err := http.Get(w.am.base + "/api/v2/alerts?filter=alertname%3D%22" + mixin.FleetBurnAlert + "%22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var am []struct {
+		Labels map[string]string
+		Status struct {
+			State       string
+			InhibitedBy []string
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&am); err != nil {
+		t.Fatal(err)
+	}
+	if len(am) == 0 {
+		t.Errorf("%s never reached Alertmanager from the Ruler", mixin.FleetBurnAlert)
+	}
+	for _, a := range am {
+		if a.Status.State != "suppressed" || len(a.Status.InhibitedBy) == 0 {
+			t.Errorf("%s %v: %s, not inhibited by the targets' burn pages", mixin.FleetBurnAlert, a.Labels, a.Status.State)
+		}
+	}
+	if n := w.hook.find(func(n notification) bool { return n.Labels["alertname"] == mixin.FleetBurnAlert }); len(n) > 0 {
+		t.Errorf("%s notified despite the targets' burn pages: %v", mixin.FleetBurnAlert, n)
 	}
 }
 
@@ -420,7 +452,9 @@ func (w *fleetWorld) checkGlobalRules(t *testing.T) {
 		}
 		return e
 	}
+	compared := 0
 	for name, expr := range exprs {
+		compared++
 		got, err := w.query.query(name)
 		if err != nil || len(got) == 0 {
 			t.Errorf("global rule %s: no series through Query (%v)", name, err)
@@ -464,6 +498,7 @@ func (w *fleetWorld) checkGlobalRules(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d global rules compared", compared)
 	data, err := w.ruler.get("/api/v1/alerts", nil)
 	if err != nil {
 		t.Fatal(err)
