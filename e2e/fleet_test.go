@@ -275,7 +275,8 @@ func (w *fleetWorld) pagesOf(alert, cluster, target string) []notification {
 
 // Each fault pages once: its alert is one alert (one label set) in
 // Alertmanager, the HA pair's two copies deduplicated, and no alert keeps
-// the replica label; every alert names its cluster. The inhibit rules
+// the replica label; every alert names its cluster, in its labels and
+// its description. The inhibit rules
 // hold across the global layer: the fleet's burn ticket, sent by Thanos
 // Ruler, is suppressed by a target's burn page, sent by a cluster's
 // Prometheus. (Here the burn alerts' windows run 60 times faster than
@@ -294,6 +295,11 @@ func (w *fleetWorld) checkPagesOnce(t *testing.T) {
 		}
 		if n.Labels["alertname"] != mixin.FleetBurnAlert && n.Labels["cluster"] == "" {
 			t.Errorf("an alert does not name its cluster: %v", n.Labels)
+		}
+		// The description names it too: the Prometheus that evaluated
+		// the alert has it only as an external label.
+		if c := n.Labels["cluster"]; c != "" && !strings.HasPrefix(n.Annotations["description"], "Cluster "+c+": ") {
+			t.Errorf("%s: description does not begin with its cluster %s: %q", n.Labels["alertname"], c, n.Annotations["description"])
 		}
 		k := n.Labels["alertname"] + " " + n.Labels["cluster"] + "/" + n.Labels["node"] + "/" + n.Labels["target"] + " " +
 			n.Labels["slo"] + "/" + n.Labels["objective"]
