@@ -7,7 +7,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
            -X $(PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) \
            -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test lint fmt-check vet bench demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes test-fleet test-fleet-mutants
+.PHONY: all build test lint fmt-check vet bench figures demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes capacity-realtools capacity-realtools-guidellm test-fleet test-fleet-mutants
 
 all: build test
 
@@ -31,6 +31,24 @@ test: fmt-check vet
 # fails when either is stale.
 accuracy:
 	$(GO) test -count=1 -timeout 180m -run '^TestFailModeEvaluation$$' ./accuracy/ -args -failmode.full -update
+
+# capacity-realtools drives the real AIPerf (pinned, installed from PyPI in
+# a virtual environment at TOOLSVENV) against a test engine with a real
+# queue and judges the files it writes (capacity/realtools_test.go). The
+# install is over a gigabyte and a run takes minutes: not part of test.
+TOOLSVENV      ?= $(HOME)/.cache/goodput-capacity-tools
+AIPERF_VERSION := 0.13.0
+capacity-realtools:
+	test -x $(TOOLSVENV)/bin/aiperf || { python3 -m venv $(TOOLSVENV) && $(TOOLSVENV)/bin/pip install aiperf==$(AIPERF_VERSION); }
+	CAPACITY_TOOLS_VENV=$(TOOLSVENV) $(GO) test -count=1 -tags realtools -timeout 30m -run '^TestRealToolsAIPerf' -v ./capacity/
+
+# capacity-realtools-guidellm does the same with GuideLLM, whose install
+# pulls PyTorch (about 6 GB).
+GUIDELLMVENV     ?= $(HOME)/.cache/goodput-capacity-guidellm
+GUIDELLM_VERSION := 0.8.1
+capacity-realtools-guidellm:
+	test -x $(GUIDELLMVENV)/bin/guidellm || { python3 -m venv $(GUIDELLMVENV) && $(GUIDELLMVENV)/bin/pip install guidellm==$(GUIDELLM_VERSION); }
+	CAPACITY_GUIDELLM_VENV=$(GUIDELLMVENV) $(GO) test -count=1 -tags realtools -timeout 30m -run '^TestRealToolsGuideLLM' -v ./capacity/
 
 CHART     := deploy/helm/goodput-exporter
 CHARTTEST := deploy/helm/chart_test
@@ -134,7 +152,16 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
-# bench reproduces docs/benchmarks.md.
+# figures measures every figure of docs/benchmarks.md's "Cited figures"
+# again (parse benchmarks against expfmt and PromParser, render against
+# parse, the whole daemon's CPU time and memory from /proc) and rewrites
+# the table with the commit, date and machine; about five minutes. Commit
+# first: a figure names the commit it was measured at, and
+# internal/docscheck fails when what it measures changed after it.
+figures:
+	nice $(GO) run ./test/figures
+
+# bench runs every benchmark (docs/benchmarks.md describes them).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=6 ./collector/ ./exporter/ ./goodput/ ./sim/ ./collector/gpu/ ./diagnosis/ | tee bench.out
 

@@ -104,12 +104,17 @@ func (f *spanFeed) send(e *sim.Engine, model string, from, to time.Duration, jud
 	f.judged = append(f.judged, jud)
 }
 
+// spanEpoch is the wall time of the simulation's start in its spans: a
+// fixed past date (the receiver refuses spans before 2000 or more than a
+// day ahead of its clock; nothing else reads their times).
+var spanEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // export sends records as one export, its timestamps shifted by skew.
 func (f *spanFeed) export(recs []sim.Record, model string, skew time.Duration) {
 	if len(recs) == 0 || f.err != nil {
 		return
 	}
-	req := ptraceotlp.NewExportRequestFromTraces(sim.Spans(recs, sim.SpanOptions{Service: "sim", Model: model, Epoch: time.Unix(0, 0).Add(skew)}))
+	req := ptraceotlp.NewExportRequestFromTraces(sim.Spans(recs, sim.SpanOptions{Service: "sim", Model: model, Epoch: spanEpoch.Add(skew)}))
 	body, err := req.MarshalProto()
 	if err != nil {
 		f.err = err

@@ -41,9 +41,13 @@ type aiperfStat struct {
 	Avg  *float64 `json:"avg"`
 }
 
-var aiperfKinds = map[string]goodput.Kind{
-	"time_to_first_token": goodput.KindTTFT, "inter_token_latency": goodput.KindITL,
-	"request_latency": goodput.KindE2E,
+// aiperfKinds: AIPerf's (and GenAI-Perf's) inter_token_latency is per
+// request, (request_latency - time_to_first_token) / (output tokens - 1),
+// and its summary's percentiles are over requests: TPOT as vLLM defines
+// it, and the per-request mean gap that itl is judged on.
+var aiperfKinds = map[string][]goodput.Kind{
+	"time_to_first_token": {goodput.KindTTFT}, "inter_token_latency": {goodput.KindITL, goodput.KindTPOT},
+	"request_latency": {goodput.KindE2E},
 }
 
 func readAIPerf(path string) ([]Point, error) {
@@ -85,6 +89,9 @@ func parseAIPerf(body []byte, path string) ([]Point, error) {
 		return nil, fmt.Errorf("AIPerf profile export: %w", err)
 	}
 	version := "AIPerf"
+	if t, _ := classify(body); t == ToolGenAIPerf {
+		version = "GenAI-Perf export"
+	}
 	if raw := top["aiperf_version"]; raw != nil {
 		var v string
 		if json.Unmarshal(raw, &v) == nil && v != "" {
@@ -149,7 +156,7 @@ func aiperfPoint(top map[string]json.RawMessage, file string) (Point, error) {
 		return p, fmt.Errorf("%s records no request_rate or concurrency, and request_throughput.avg is missing", field)
 	}
 
-	for name, kind := range aiperfKinds {
+	for name, kinds := range aiperfKinds {
 		m, err := obj(top[name])
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", name, err)
@@ -169,10 +176,14 @@ func aiperfPoint(top map[string]json.RawMessage, file string) (Point, error) {
 				return p, fmt.Errorf("%s.%s: %w", name, k, err)
 			}
 			if s, known := aiperfSeconds(unit, v); ok && known {
-				p.setPct(kind, pct, s)
+				for _, kind := range kinds {
+					p.setPct(kind, pct, s)
+				}
 			}
 		}
 	}
+
+	p.Facts = aiperfFacts(top, &p)
 
 	if p.Duration > 0 {
 		var t struct {
@@ -246,6 +257,13 @@ func aiperfLoad(top map[string]json.RawMessage) (rate, conc float64, field strin
 	lg, err := path(top, "input_config", "loadgen")
 	if err != nil {
 		return 0, 0, field, err
+	}
+	if lg == nil {
+		// GenAI-Perf keeps the load at the top of input_config
+		field = "input_config"
+		if lg, err = path(top, "input_config"); err != nil {
+			return 0, 0, field, err
+		}
 	}
 	m, err := obj(lg)
 	if err != nil {
@@ -337,4 +355,91 @@ func readAIPerfRecords(path string) ([]Request, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// aiperfFacts reads a run's conditions: the model, the endpoint, the
+// input and output sequence lengths (avg and percentiles), the arrival
+// process of the measured phase (0.10), or of loadgen (0.8), and the
+// warmup left out.
+func aiperfFacts(top map[string]json.RawMessage, p *Point) Facts {
+	f := Facts{Model: firstString(top, []string{"input_config", "endpoint", "model_names"}, []string{"input_config", "model"})}
+	if raw, _ := path(top, "input_config", "models", "items"); raw != nil {
+		var items []struct{ Name string }
+		if json.Unmarshal(raw, &items) == nil && len(items) > 0 {
+			f.Model = items[0].Name
+		}
+	}
+	var stack []string
+	for _, k := range [][]string{{"input_config", "endpoint", "type"}, {"input_config", "endpoint_type"}, {"input_config", "backend"}, {"input_config", "service_kind"}} {
+		if v := firstString(top, k); v != "" {
+			stack = append(stack, k[len(k)-1]+" "+v)
+		}
+	}
+	f.Stack = strings.Join(stack, ", ")
+	f.Endpoint = firstString(top, []string{"input_config", "endpoint", "urls"}, []string{"input_config", "endpoint", "url"}, []string{"input_config", "u"}, []string{"input_config", "url"})
+	f.InputTokens, f.OutputTokens = aiperfDist(top, "input_sequence_length"), aiperfDist(top, "output_sequence_length")
+	if m, _ := obj(top["request_latency"]); m != nil {
+		var unit string
+		_ = json.Unmarshal(m["unit"], &unit)
+		if v, ok, _ := number(m["avg"]); ok {
+			if sec, known := aiperfSeconds(unit, v); known {
+				f.MeanE2E = sec
+			}
+		}
+	}
+	if raw, _ := path(top, "input_config", "phases"); raw != nil {
+		var phases []struct {
+			Name     string   `json:"name"`
+			Type     string   `json:"type"`
+			Exclude  bool     `json:"exclude_from_results"`
+			Requests *float64 `json:"requests"`
+		}
+		_ = json.Unmarshal(raw, &phases)
+		for _, ph := range phases {
+			if ph.Exclude || ph.Name == "warmup" {
+				f.Warmup = "a warmup phase excluded"
+				if ph.Requests != nil {
+					f.Warmup = fmt.Sprintf("a warmup phase of %g requests excluded", *ph.Requests)
+				}
+				continue
+			}
+			if ph.Type != "" && p.Kind == LoadRate {
+				f.Arrival = ph.Type
+			}
+		}
+	} else {
+		if v := firstString(top, []string{"input_config", "loadgen", "request_rate_mode"}); v != "" && p.Kind == LoadRate {
+			f.Arrival = v
+		}
+		for _, k := range [][]string{{"input_config", "loadgen", "warmup_request_count"}, {"input_config", "warmup_request_count"}} {
+			if raw, _ := path(top, k...); raw != nil {
+				if n, ok, _ := number(raw); ok {
+					f.Warmup = fmt.Sprintf("%g warmup requests excluded", n)
+				}
+			}
+		}
+	}
+	if p.Kind == LoadConcurrency {
+		f.Arrival = ArrivalClosed
+	}
+	return f
+}
+
+// aiperfDist reads a token-count metric {avg, pNN}.
+func aiperfDist(top map[string]json.RawMessage, name string) Dist {
+	m, err := obj(top[name])
+	if err != nil || m == nil {
+		return Dist{}
+	}
+	avg, ok, _ := number(m["avg"])
+	if !ok {
+		return Dist{}
+	}
+	d := Dist{Known: true, Mean: avg, Pcts: map[float64]float64{}}
+	for _, pct := range []float64{50, 90, 99} {
+		if v, ok, _ := number(m[fmt.Sprintf("p%g", pct)]); ok {
+			d.Pcts[pct] = v
+		}
+	}
+	return d
 }

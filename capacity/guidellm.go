@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -13,8 +14,10 @@ import (
 
 // GuideLLM's benchmarks report (`guidellm benchmark --output-path
 // benchmarks.json|.yaml`, `guidellm run --output kind=json`). Checked
-// against vllm-project/guidellm's source at v0.3.0, v0.4.0, v0.5.0 and
-// main (after v0.7.3), and against real reports of v0.3 and 0.5.0.dev0
+// against vllm-project/guidellm's source at v0.2.1 (the fields read are
+// v0.3's), v0.3.0, v0.4.0, v0.5.0 and
+// main (after v0.7.3), and against real reports of v0.3, 0.5.0.dev0 and
+// 0.8.0.dev18
 // (testdata/real/guidellm):
 //
 //   - v0.3 keeps the strategy under benchmarks[].args.strategy and the
@@ -93,6 +96,8 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 		return nil, errors.New("GuideLLM report holds no benchmarks")
 	}
 	version := guideVersion(top, benches[0])
+	model := firstString(top, []string{"args", "model"}, []string{"config", "spec", "backend", "model"})
+	target := firstString(top, []string{"args", "target"}, []string{"config", "spec", "backend", "target"})
 	out := make([]Point, 0, len(benches))
 	for i, raw := range benches {
 		p, err := guideBenchmark(raw)
@@ -100,6 +105,12 @@ func parseGuideLLM(body []byte) ([]Point, error) {
 			return nil, fmt.Errorf("%s, benchmark %d: %w", version, i+1, err)
 		}
 		p.Version = version
+		if p.Facts.Model == "" {
+			p.Facts.Model = model
+		}
+		if p.Facts.Endpoint == "" {
+			p.Facts.Endpoint = target
+		}
 		if err := checkPoint(&p, fmt.Sprintf("%s, benchmark %d", version, i+1)); err != nil {
 			return nil, err
 		}
@@ -198,6 +209,9 @@ func guideBenchmark(raw json.RawMessage) (Point, error) {
 	if err != nil {
 		return p, fmt.Errorf("end_time: %w", err)
 	}
+	if hasStart && hasEnd && end > start {
+		p.Start, p.End = epoch(start), epoch(end)
+	}
 	if d, ok, err := number(b["duration"]); err != nil {
 		return p, fmt.Errorf("duration: %w", err)
 	} else if ok {
@@ -235,6 +249,32 @@ func guideBenchmark(raw json.RawMessage) (Point, error) {
 					p.setPct(kind, pct, v*m.scale)
 				}
 			}
+		}
+	}
+
+	p.Facts.Model = firstString(b, []string{"worker", "backend_model"})
+	p.Facts.Endpoint = firstString(b, []string{"worker", "backend_target"})
+	p.Facts.InputTokens, p.Facts.OutputTokens = guideTokens(metrics, "prompt_token_count"), guideTokens(metrics, "output_token_count")
+	if d, _ := guideMetric(metrics, "request_latency"); d != nil && d.Mean != nil {
+		p.Facts.MeanE2E = *d.Mean
+	}
+	switch {
+	case p.Kind == LoadConcurrency || p.Strategy == "synchronous":
+		p.Facts.Arrival = ArrivalClosed
+	case p.MaxThroughput:
+		p.Facts.Arrival = ArrivalAllAtOnce
+	default:
+		p.Facts.Arrival = guideType(b)
+	}
+	w, wok, _ := number(b["warmup_duration"])
+	c, cok, _ := number(b["cooldown_duration"])
+	switch {
+	case wok || cok:
+		p.Facts.Warmup = fmt.Sprintf("%s s of warmup and %s s of cooldown excluded", Sig3(w), Sig3(c))
+	default:
+		if raw, _ := path(b, "args", "warmup_duration"); raw != nil {
+			w, _, _ := number(raw)
+			p.Facts.Warmup = fmt.Sprintf("%s s of warmup excluded", Sig3(w))
 		}
 	}
 
@@ -360,4 +400,30 @@ func joinPath(keys []string) string {
 		s += "." + k
 	}
 	return s
+}
+
+// guideType is the strategy's type_ ("constant", "poisson").
+func guideType(b map[string]json.RawMessage) string {
+	return firstString(b, []string{"config", "strategy", "type_"}, []string{"args", "strategy", "type_"})
+}
+
+// guideTokens reads a token-count summary {mean, percentiles}.
+func guideTokens(metrics map[string]json.RawMessage, name string) Dist {
+	d, err := guideMetric(metrics, name)
+	if err != nil || d == nil || d.Mean == nil {
+		return Dist{}
+	}
+	out := Dist{Known: true, Mean: *d.Mean, Pcts: map[float64]float64{}}
+	for k, v := range d.Percentiles {
+		if pct, ok := guidePct[k]; ok && pct != 95 && pct != 99.9 {
+			out.Pcts[pct] = v
+		}
+	}
+	return out
+}
+
+// epoch is a Unix time in seconds with its fraction.
+func epoch(s float64) time.Time {
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
 }

@@ -1,11 +1,11 @@
 package capacity
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 )
@@ -31,20 +31,31 @@ type Judged struct {
 	// output tokens that met every objective, so goodput and throughput
 	// are over the same requests and goodput never exceeds throughput.
 	Goodput float64
+	// Repeats are the rounds at this load that were combined into this
+	// one, in file order; nil for a load run once. Pooled is true when
+	// their requests were pooled and judged as one round; otherwise the
+	// round is their mean, met only when every one met the SLO.
+	Repeats []Judged
+	Pooled  bool
 }
 
 // Result is a sweep of one load kind judged against one SLO.
 type Result struct {
-	Tool   Tool
-	Kind   LoadKind
-	SLO    goodput.SLO
+	Tool    Tool
+	Kind    LoadKind
+	Setting string
+	SLO     goodput.SLO
+	// Points holds one round per load, in increasing load: rounds at the
+	// same load (repeats, several files of one setting) are one round
+	// (Judged.Repeats); rounds without a load come last.
 	Points []Judged
 	// Knee indexes the point with the highest goodput; of rounds with
 	// equal goodput, the one at the lowest load.
 	Knee int
-	// KneeReached is false when the knee is the sweep's last point:
-	// goodput was still rising, so the true knee lies at or beyond it and
-	// its goodput is a lower bound. It is false too when no round had any
+	// KneeReached is true only when a round at a higher load than the
+	// knee was observed and missed the SLO: then the knee is bracketed.
+	// Otherwise goodput may still rise past the last load, and the knee's
+	// goodput is a lower bound. It is false too when no round had any
 	// goodput: then there is no knee at all.
 	KneeReached bool
 	// Safe indexes the highest-load point that met the SLO; -1 when none.
@@ -54,9 +65,11 @@ type Result struct {
 // KneePoint is the point at the knee.
 func (r *Result) KneePoint() *Judged { return &r.Points[r.Knee] }
 
-// Judge judges every point of a sweep of one load kind against slo. A
-// sweep that mixes rate and concurrency rounds is refused: their knees are
-// on different axes (JudgeEach judges each kind apart).
+// Judge judges every point of a sweep of one load kind and one setting
+// against slo. A sweep that mixes rate and concurrency rounds, or
+// settings, is refused: their knees are on different axes (JudgeEach
+// judges each apart). The result does not depend on the order of the
+// sweep's points.
 func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 	if sw == nil || len(sw.Points) == 0 {
 		return nil, errors.New("empty sweep")
@@ -69,6 +82,10 @@ func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 		return nil, fmt.Errorf("the files mix a rate sweep (%d rounds) and a concurrency sweep (%d rounds); "+
 			"their knees are on different axes, so they are judged apart, never as one sweep", n[LoadRate], n[LoadConcurrency])
 	}
+	if sets := sw.Settings(); len(sets) > 1 {
+		return nil, fmt.Errorf("the files hold sweeps of %d settings (%s); each is judged apart, never as one sweep",
+			len(sets), strings.Join(sets, "; "))
+	}
 	if len(slo.Objectives) == 0 {
 		return nil, fmt.Errorf("SLO %q has no objectives", slo.Name)
 	}
@@ -80,27 +97,48 @@ func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 			return nil, fmt.Errorf("SLO %q: %s target %v is not in (0,1)", slo.Name, o.Kind, o.Target)
 		}
 	}
-	res := &Result{Tool: sw.Tool, Kind: sw.Points[0].Kind, SLO: slo, Safe: -1}
+	res := &Result{Tool: sw.Tool, Kind: sw.Points[0].Kind, Setting: sw.Points[0].Setting, SLO: slo, Safe: -1}
 	pts := slices.Clone(sw.Points)
-	slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.Load(), b.Load()) })
-	for i, p := range pts {
-		var (
-			j   Judged
-			err error
-		)
-		if p.Requests != nil {
-			j, err = judgeExact(p, slo)
-		} else {
-			j, err = judgePercentiles(p, slo)
+	slices.SortFunc(pts, comparePoints)
+	var group []Judged
+	flush := func() error {
+		if len(group) == 0 {
+			return nil
 		}
+		j := group[0]
+		if len(group) > 1 {
+			var err error
+			if j, err = merge(group, slo); err != nil {
+				return err
+			}
+		}
+		res.Points = append(res.Points, j)
+		group = nil
+		return nil
+	}
+	for _, p := range pts {
+		j, err := judgeOne(p, slo)
 		if err != nil {
 			return nil, fmt.Errorf("round %d (%s, %s): %w", p.Round, LoadText(&p), p.Source, err)
 		}
-		if j.Goodput > j.Throughput*(1+1e-9) {
-			return nil, fmt.Errorf("round %d (%s, %s): goodput %g tok/s above the round's throughput %g tok/s; the file is not consistent",
-				p.Round, LoadText(&p), p.Source, j.Goodput, j.Throughput)
+		if len(group) > 0 && !sameLoad(&group[0].Point, &p) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
 		}
-		res.Points = append(res.Points, j)
+		group = append(group, j)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	for i := range res.Points {
+		res.Points[i].Round = i + 1
+	}
+	for i := range res.Points {
+		j := &res.Points[i]
+		if j.NoLoad {
+			continue
+		}
 		if j.Met {
 			res.Safe = i
 		}
@@ -111,12 +149,56 @@ func Judge(sw *Sweep, slo goodput.SLO) (*Result, error) {
 			res.Knee = i
 		}
 	}
-	res.KneeReached = res.Knee < len(res.Points)-1 && res.Points[res.Knee].Goodput > 0
+	if k := res.KneePoint(); k.Goodput > 0 {
+		for _, j := range res.Points[res.Knee+1:] {
+			if !j.NoLoad && j.Load() > k.Load() && !j.Met {
+				res.KneeReached = true
+			}
+		}
+	}
 	return res, nil
 }
 
-// JudgeEach judges each load kind of the sweep apart: a rate sweep and a
-// concurrency sweep, rate first.
+// sameLoad reports rounds at one load: one concurrency, one offered
+// rate, or both uncapped (max throughput). Rounds without a load, and
+// rounds whose rate is only what they achieved, are never the same load.
+func sameLoad(a, b *Point) bool {
+	switch {
+	case a.Kind != b.Kind || a.NoLoad || b.NoLoad:
+		return false
+	case a.Kind == LoadConcurrency:
+		return a.Concurrency == b.Concurrency
+	case a.MaxThroughput || b.MaxThroughput:
+		return a.MaxThroughput && b.MaxThroughput
+	}
+	return a.RateSet && b.RateSet && a.Rate == b.Rate
+}
+
+func judgeOne(p Point, slo goodput.SLO) (Judged, error) {
+	if p.Failed {
+		j := Judged{Point: p, Exact: p.Requests != nil, Attainment: make([]float64, len(slo.Objectives))}
+		return j, nil
+	}
+	var (
+		j   Judged
+		err error
+	)
+	if p.Requests != nil {
+		j, err = judgeExact(p, slo)
+	} else {
+		j, err = judgePercentiles(p, slo)
+	}
+	if err != nil {
+		return j, err
+	}
+	if j.Goodput > j.Throughput*(1+1e-9) {
+		return j, fmt.Errorf("goodput %g tok/s above the round's throughput %g tok/s; the file is not consistent", j.Goodput, j.Throughput)
+	}
+	return j, nil
+}
+
+// JudgeEach judges each load kind and setting of the sweep apart: rate
+// sweeps first.
 func JudgeEach(sw *Sweep, slo goodput.SLO) ([]*Result, error) {
 	if sw == nil || len(sw.Points) == 0 {
 		return nil, errors.New("empty sweep")
@@ -125,7 +207,11 @@ func JudgeEach(sw *Sweep, slo goodput.SLO) ([]*Result, error) {
 	for _, sub := range sw.Split() {
 		r, err := Judge(sub, slo)
 		if err != nil {
-			return nil, fmt.Errorf("%s sweep: %w", sub.Points[0].Kind, err)
+			name := string(sub.Points[0].Kind)
+			if s := sub.Points[0].Setting; s != "" {
+				name += " (" + s + ")"
+			}
+			return nil, fmt.Errorf("%s sweep: %w", name, err)
 		}
 		out = append(out, r)
 	}
@@ -254,6 +340,19 @@ type Sizing struct {
 	// JoulesPerToken is GPU energy per good token at round At; 0 when the
 	// file has no energy for its window.
 	JoulesPerToken float64
+	// TaskTokens is the good output tokens one task takes and TaskSuccess
+	// the share of tasks that succeed (0: no cost per task).
+	TaskTokens, TaskSuccess float64
+}
+
+// TaskCost is the cost of one successful task: the cost of a task's good
+// tokens, divided by the share of tasks that succeed (a failed task's
+// tokens are paid for too).
+func (s Sizing) TaskCost() float64 {
+	if !s.HasCost || !(s.TaskTokens > 0) || !(s.TaskSuccess > 0) {
+		return 0
+	}
+	return s.CostPerMillion * s.TaskTokens / 1e6 / s.TaskSuccess
 }
 
 // BestPassing indexes the round that met the SLO with the most goodput

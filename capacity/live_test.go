@@ -143,3 +143,51 @@ func TestLiveGapIsLowerBound(t *testing.T) {
 		t.Fatalf("1, 2, 3 pass, 10 fails: %+v", e)
 	}
 }
+
+// The 5 % tie-break (Drop): a higher load level whose goodput is below
+// the knee's by noise, or still tracks its own throughput, is passing,
+// not past the knee. Knee: 10 req/s at 1,000 tok/s, all good. Worked by
+// hand against 1 − 0.05 = 0.95:
+//   - 12 req/s at 960 of 1,000 good: 4 % below the knee → passing; the
+//     knee stays a lower bound (not reached);
+//   - 12 req/s at 940 of 1,000: 6 % below the knee and below its own
+//     throughput → past the knee (reached);
+//   - 12 req/s at 900 of 920: 10 % below the knee, but 2.2 % below its
+//     own throughput (goodput still tracks it) → passing.
+func TestLiveTieBreak(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		thr, good float64
+		reached   bool
+	}{
+		{"4 % below the knee", 1000, 960, false},
+		{"6 % below the knee and its throughput", 1000, 940, true},
+		{"10 % below the knee, 2.2 % below its throughput", 920, 900, false},
+	} {
+		l := NewLive(LiveOptions{})
+		at := time.Unix(0, 0)
+		feed(l, &at, 3, 10, 1000, 1000)
+		feed(l, &at, 3, 12, c.thr, c.good)
+		e, ok := l.Estimate()
+		if !ok || e.KneeLoad != 10 || e.KneeGoodput != 1000 || e.Reached != c.reached {
+			t.Errorf("%s: %+v %v; want the knee at 10 req/s, 1000 tok/s, reached %v", c.name, e, ok, c.reached)
+		}
+	}
+}
+
+// Loads within the 5 % level width (LevelRatio 1.05) are one level:
+// 10 and 10.4 req/s (floor(ln 10 / ln 1.05) = floor(ln 10.4 / ln 1.05)
+// = 47); 11 req/s (49) is another.
+func TestLiveLevelWidth(t *testing.T) {
+	l := NewLive(LiveOptions{})
+	at := time.Unix(0, 0)
+	feed(l, &at, 2, 10, 1000, 1000)
+	feed(l, &at, 2, 10.4, 1040, 1040)
+	if n := l.LevelCount(); n != 1 {
+		t.Errorf("10 and 10.4 req/s: %d levels, want 1", n)
+	}
+	feed(l, &at, 2, 11, 1100, 1100)
+	if n := l.LevelCount(); n != 2 {
+		t.Errorf("and 11 req/s: %d levels, want 2", n)
+	}
+}

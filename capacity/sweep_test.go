@@ -215,11 +215,25 @@ func TestHostileFiles(t *testing.T) {
 		"mixed tools":       {"testdata/constructed/guidellm/benchmarks.json", "testdata/constructed/vllm/round01.json"},
 		"missing":           {filepath.Join(dir, "absent.json")},
 		"yaml scalar":       {write("y.yaml", "- 1\n- 2\n")},
+		"empty array":       {write("ea.json", "[]")},
+		"array of numbers":  {write("an.json", "[1, 2]")},
+		"array, one bad run": {write("ab.json", `[{"request_rate":2,"request_throughput":2,"output_throughput":10,"endpoint_type":"openai"},`+
+			`{"request_rate":2,"request_throughput":2,"output_throughput":"ten","endpoint_type":"openai"}]`)},
+		"sglang, bad line": {write("s1.jsonl", `{"backend":"sglang","dataset_name":"random","request_rate":1.0,"output_throughput":5,"completed":3,"duration":1,"total_output_tokens_retokenized":4}`+"\n"+
+			`{"backend":"sglang","dataset_name":"random","request_rate":"fast","output_throughput":5,"completed":3,"duration":1,"total_output_tokens_retokenized":4}`)},
+		"sglang, other line": {write("s2.jsonl", `{"backend":"sglang","dataset_name":"random","request_rate":1.0,"output_throughput":5,"completed":3,"duration":1,"total_output_tokens_retokenized":4}`+"\n"+`{"hello":1}`)},
+		"sglang, truncated":  {write("s3.jsonl", `{"backend":"sglang","dataset_name":"random","request_rate":1.0,"output_throughput":5,"completed":3,"duration":1,"total_output_tokens_retokenized":4}`+"\n"+`{"backend":"sgl`)},
 	}
 	for name, paths := range cases {
 		if sw, err := Read(paths...); err == nil {
 			t.Errorf("%s: read without error: %+v", name, sw)
 		}
+	}
+	// Python's bare NaN is no rate (the achieved 3 req/s stands for it),
+	// and the words inside a string are left alone
+	nan := write("s4.jsonl", `{"backend":"sglang","dataset_name":"Infinity NaN","request_rate":NaN,"output_throughput":5,"completed":3,"duration":1,"total_output_tokens_retokenized":4}`)
+	if sw, err := Read(nan); err != nil || sw.Points[0].Setting != "data set Infinity NaN" || sw.Points[0].RateSet || sw.Points[0].Rate != 3 {
+		t.Errorf("NaN rate: %v %+v", err, sw)
 	}
 	// a queue objective cannot be judged from a load generator's file
 	sw, err := Read("testdata/constructed/vllm/round01.json")

@@ -50,6 +50,8 @@ func Sig3(v float64) string {
 // (5.86 req/s achieved)", "concurrency 4".
 func LoadText(p *Point) string {
 	switch {
+	case p.NoLoad:
+		return "no load recorded"
 	case p.Kind == LoadConcurrency:
 		return "concurrency " + Sig3(p.Concurrency)
 	case p.MaxThroughput:
@@ -64,6 +66,8 @@ func LoadText(p *Point) string {
 
 func loadCell(p *Point) string {
 	switch {
+	case p.NoLoad:
+		return "none recorded"
 	case p.Kind == LoadConcurrency:
 		return Sig3(p.Concurrency)
 	case p.MaxThroughput:
@@ -111,8 +115,19 @@ func (r *Result) Describe() string {
 // Write prints the judged sweep as a table, then the knee and what it
 // sizes. currency labels the cost.
 func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
-	fmt.Fprintf(w, "%s %s sweep, SLO %q: %s\n", r.Tool, r.Kind, r.SLO.Name, objectivesText(r.SLO))
+	setting := ""
+	if r.Setting != "" {
+		setting = " (" + r.Setting + ")"
+	}
+	fmt.Fprintf(w, "%s %s sweep%s, SLO %q: %s\n", r.Tool, r.Kind, setting, r.SLO.Name, objectivesText(r.SLO))
 	fmt.Fprintf(w, "%s.\n", r.Describe())
+	facts, missing := r.FactLines()
+	for _, l := range facts {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "  not recorded in the files: %s\n", strings.Join(missing, ", "))
+	}
 	for _, p := range r.Points {
 		if p.Kind == LoadRate && !p.RateSet {
 			fmt.Fprintln(w, "Rates marked \"achieved\" are what the tool measured: it recorded no offered rate for those rounds.")
@@ -125,20 +140,72 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	if r.Kind == LoadConcurrency {
 		axis = "concurrency"
 	}
-	fmt.Fprintf(tw, "round\t%s\tTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t\n", axis)
+	achievedHead := ""
+	if r.Kind == LoadConcurrency {
+		achievedHead = "achieved (req/s)\t"
+	}
+	fmt.Fprintf(tw, "round\t%s\t%sTTFT P99 (ms)\tITL P50 (ms)\tthroughput (tok/s)\tgoodput (tok/s)\tSLO\t\n", axis, achievedHead)
+	littles := false
 	for i := range r.Points {
 		p := &r.Points[i]
+		achieved := ""
+		if r.Kind == LoadConcurrency {
+			v, how := p.AchievedRate()
+			switch {
+			case how == "":
+				achieved = "-\t"
+			case how == "measured":
+				achieved = Sig3(v) + "\t"
+			default:
+				achieved = Sig3(v) + " (L)\t"
+				littles = true
+			}
+		}
 		verdict := "missed"
-		if p.Met {
+		switch {
+		case p.Met:
 			verdict = "met"
+		case p.Failed:
+			verdict = "missed (no successful request)"
+		}
+		if len(p.Repeats) > 1 {
+			verdict += fmt.Sprintf(", %d runs", len(p.Repeats))
 		}
 		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), pctCell(&p.Point, goodput.KindTTFT, 99),
+		fmt.Fprintf(tw, "%d\t%s\t%s%s\t%s\t%s\t%s\t%s\t\n", p.Round, loadCell(&p.Point), achieved, pctCell(&p.Point, goodput.KindTTFT, 99),
 			pctCell(&p.Point, goodput.KindITL, 50), Thousands(p.Throughput), Thousands(p.Goodput), verdict)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if littles {
+		fmt.Fprintln(w, "(L): the file records no achieved rate; it is clients ÷ mean request latency, by Little's law (no think time).")
+	}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if lo, hi, ok := p.Spread(); ok {
+			how := "their mean, met only if every run met the SLO"
+			if p.Pooled {
+				how = "their requests pooled and judged as one round"
+			}
+			spread := 0.0
+			if hi > 0 {
+				spread = 100 * (hi - lo) / hi
+			}
+			fmt.Fprintf(w, "round %d (%s) is %d runs at one load (%s): goodput %s to %s tok/s, a spread of %.1f%%\n",
+				p.Round, LoadText(&p.Point), len(p.Repeats), how, Thousands(lo), Thousands(hi), spread)
+		}
+		if p.NoLoad {
+			fmt.Fprintf(w, "round %d (%s) records no load (no rate, concurrency or achieved rate) and no successful request: listed, not placed on the load axis\n",
+				p.Round, p.Source)
+		}
+	}
+	if err := r.writeDistributions(w); err != nil {
+		return err
+	}
+	if err := r.writeEnergy(w); err != nil {
 		return err
 	}
 	k := r.KneePoint()
@@ -149,13 +216,32 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	case r.KneeReached:
 		fmt.Fprintf(w, "knee: round %d at %s, %s tok/s of goodput\n", k.Round, LoadText(&k.Point), Thousands(k.Goodput))
 	default:
-		fmt.Fprintf(w, "knee not reached: goodput still rose at the last round (%d, %s); capacity is at least %s tok/s of goodput (a lower bound)\n",
+		fmt.Fprintf(w, "knee not reached: no round at a load above round %d (%s) missed the SLO; capacity is at least %s tok/s of goodput (a lower bound)\n",
 			k.Round, LoadText(&k.Point), Thousands(k.Goodput))
+	}
+	if r.Kind == LoadConcurrency && len(r.Points) >= 2 {
+		a, b := &r.Points[len(r.Points)-2], &r.Points[len(r.Points)-1]
+		if !a.NoLoad && !b.NoLoad && a.Throughput > 0 && b.Throughput > a.Throughput*1.05 {
+			fmt.Fprintf(w, "throughput never flattened: it still rose %.0f%% from %s to %s clients, so the sweep stopped below the server's limit\n",
+				100*(b.Throughput/a.Throughput-1), Sig3(a.Concurrency), Sig3(b.Concurrency))
+		}
+	}
+	if name, why, ok := r.Bottleneck(); ok {
+		fmt.Fprintf(w, "bottleneck past the knee: %s (%s)\n", name, why)
 	}
 	if r.Safe >= 0 {
 		p := &r.Points[r.Safe]
 		fmt.Fprintf(w, "safe capacity: %s (round %d), the highest load that met the SLO, %s tok/s of goodput\n",
 			LoadText(&p.Point), p.Round, Thousands(p.Goodput))
+		if r.ClosedLoop() {
+			rate, how := p.AchievedRate()
+			at := "no achieved rate recorded"
+			if how != "" {
+				at = fmt.Sprintf("%s req/s achieved (%s)", Sig3(rate), how)
+			}
+			fmt.Fprintf(w, "warning: measured in a closed loop of %s clients (%s), not an open-loop capacity. In a closed loop a slow server slows its own clients, so the queue that makes the tail never forms: an open loop (Poisson arrivals) at the same rate will see a worse tail, and may miss the SLO where this met it. Size from an open-loop sweep.\n",
+				Sig3(p.Concurrency), at)
+		}
 	} else {
 		fmt.Fprintln(w, "safe capacity: none; no round met the SLO")
 	}
@@ -182,6 +268,11 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 	case s.HourlyCost > 0 && s.At < 0:
 		fmt.Fprintln(w, "no cost: the knee was not reached and no round met the SLO, so there are no good tokens to price")
 	}
+	if s.HasCost && s.TaskTokens > 0 {
+		fmt.Fprintf(w, "cost per successful task: %.4f %s (%s good tokens a task ÷ a success rate of %g: %.2f × %s / 10⁶ / %g)\n",
+			s.TaskCost(), currency, Sig3(s.TaskTokens), s.TaskSuccess, s.CostPerMillion, Sig3(s.TaskTokens), s.TaskSuccess)
+	}
+	defer r.writeAudit(w)
 	if s.JoulesPerToken > 0 {
 		where := "at the knee"
 		if !s.AtKnee {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,11 +29,7 @@ import (
 //
 // `vllm bench serve` writes endpoint_type; the older script does not.
 
-func parseVLLMBench(body []byte) ([]Point, error) {
-	top, err := obj(body)
-	if err != nil {
-		return nil, fmt.Errorf("vllm bench serve result: %w", err)
-	}
+func parseVLLMBench(top map[string]json.RawMessage) ([]Point, error) {
 	version := "benchmark_serving.py result"
 	if top["endpoint_type"] != nil {
 		version = "vllm bench serve result"
@@ -42,6 +39,7 @@ func parseVLLMBench(body []byte) ([]Point, error) {
 		return nil, fmt.Errorf("%s: %w", version, err)
 	}
 	p.Version = version
+	p.Setting = vllmSetting(top)
 	if err := checkPoint(&p, version); err != nil {
 		return nil, err
 	}
@@ -105,7 +103,7 @@ func vllmPoint(top map[string]json.RawMessage) (Point, error) {
 		p.Rate = achieved
 	}
 	if p.Kind == LoadRate && !p.RateSet && !hasAchieved {
-		return p, errors.New("request_throughput: missing, and request_rate sets no rate")
+		p.Rate = 0 // no load at all: a failed round, listed without one
 	}
 
 	for key, v := range top {
@@ -121,6 +119,8 @@ func vllmPoint(top map[string]json.RawMessage) (Point, error) {
 			p.setPct(kind, pct, f/1000)
 		}
 	}
+
+	p.Facts = vllmFacts(top, &p)
 
 	var d struct {
 		TTFTs      []float64   `json:"ttfts"`
@@ -195,4 +195,85 @@ func vllmPctKey(key string) (goodput.Kind, float64, bool) {
 		return "", 0, false
 	}
 	return kind, pct, true
+}
+
+// vllmResultKeys are the fields `vllm bench serve` writes itself (its
+// result_json, the per-request lists, the speculative-decoding figures);
+// a `vllm bench sweep` run (run_number) adds the parameters of its
+// setting beside them, which vllmSetting reads.
+var vllmResultKeys = map[string]bool{
+	"date": true, "endpoint_type": true, "backend": true, "label": true, "model_id": true, "tokenizer_id": true,
+	"num_prompts": true, "request_rate": true, "burstiness": true, "max_concurrency": true, "duration": true,
+	"completed": true, "failed": true, "total_input_tokens": true, "total_output_tokens": true,
+	"request_throughput": true, "request_goodput": true, "request_goodput:": true, "output_throughput": true,
+	"total_token_throughput": true, "max_output_tokens_per_s": true, "max_concurrent_requests": true, "rtfx": true,
+	"input_lens": true, "output_lens": true, "ttfts": true, "itls": true, "generated_texts": true, "errors": true,
+	"start_times": true, "run_number": true, "ramp_up_strategy": true, "ramp_up_start_rps": true, "ramp_up_end_rps": true,
+}
+
+// vllmSetting names a `vllm bench sweep` run's setting: the parameters
+// it records beside the result ("max_num_seqs=8"), sorted; "" for a run
+// not from a sweep.
+func vllmSetting(top map[string]json.RawMessage) string {
+	if top["run_number"] == nil {
+		return ""
+	}
+	var parts []string
+	for k, v := range top {
+		if vllmResultKeys[k] || strings.HasPrefix(k, "spec_decode") {
+			continue
+		}
+		if _, _, ok := vllmPctKey(k); ok || strings.HasPrefix(k, "mean_") || strings.HasPrefix(k, "std_") {
+			continue
+		}
+		parts = append(parts, k+"="+strings.TrimSpace(string(v)))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+// vllmFacts reads a run's conditions: the model, what the file records of
+// the stack, token counts (per request with --save-detailed, else totals
+// over completed), and the arrival process (vLLM sends at Poisson
+// arrivals for burstiness 1, gamma otherwise).
+func vllmFacts(top map[string]json.RawMessage, p *Point) Facts {
+	f := Facts{Model: firstString(top, []string{"model_id"}, []string{"model_name"})}
+	var stack []string
+	for _, k := range []string{"backend", "endpoint_type", "hardware", "quant-type", "kind"} {
+		if v := firstString(top, []string{k}); v != "" {
+			stack = append(stack, k+" "+v)
+		}
+	}
+	f.Stack = strings.Join(stack, ", ")
+	var in, out []float64
+	_ = json.Unmarshal(top["input_lens"], &in)
+	_ = json.Unmarshal(top["output_lens"], &out)
+	n, nOK, _ := number(top["completed"])
+	if f.InputTokens = listDist(in); !f.InputTokens.Known {
+		t, ok, _ := number(top["total_input_tokens"])
+		f.InputTokens = meanDist(t, n, ok && nOK)
+	}
+	if f.OutputTokens = listDist(out); !f.OutputTokens.Known {
+		t, ok, _ := number(top["total_output_tokens"])
+		f.OutputTokens = meanDist(t, n, ok && nOK)
+	}
+	if v, ok, _ := number(top["mean_e2el_ms"]); ok && v > 0 {
+		f.MeanE2E = v / 1000
+	}
+	switch {
+	case p.Kind == LoadConcurrency:
+		f.Arrival = ArrivalClosed
+	case p.MaxThroughput:
+		f.Arrival = ArrivalAllAtOnce
+	case p.RateSet:
+		b, ok, _ := number(top["burstiness"])
+		f.Arrival = ArrivalPoisson
+		if ok && b != 1 {
+			f.Arrival = fmt.Sprintf("gamma (burstiness %g)", b)
+		}
+		if p.Concurrency > 0 {
+			f.Arrival += fmt.Sprintf(", at most %g in flight", p.Concurrency)
+		}
+	}
+	return f
 }

@@ -101,6 +101,16 @@ func (m *modelAcc) add(gen uint32, s *slot, v float64) {
 	}
 }
 
+// leaveOut leaves source id out of the model in this parse, with msg as
+// its family's error (a series of it was not read: see ErrStateBudget).
+func (m *modelAcc) leaveOut(gen uint32, id int, msg string) {
+	m.gen = gen
+	if m.bad[id].gen != gen {
+		m.bad[id] = badMark{gen: gen, msg: msg}
+	}
+	m.stamp[id] = gen
+}
+
 // invalidSample says why v cannot be one of the samples a cumulative family
 // is built from, or "" when it can. Gauges are checked when the model is
 // built, since a gauge may be negative.

@@ -259,75 +259,99 @@ func TestOverlongSeriesAreLeftOut(t *testing.T) {
 			if e := familyErr(snap, "vllm:num_requests_running"); e == nil || !strings.Contains(e.Error(), "2 series left out unread: longer than 16384 bytes") {
 				t.Errorf("slowOnly %v, parse %d: error %v (all: %v)", slowOnly, i, e, snap.Errors)
 			}
-			for k := range p.cache {
-				if len(k) > maxSeriesBytes {
-					t.Fatalf("a %d-byte series is cached", len(k))
-				}
-			}
-			for k := range p.comments {
-				if len(k) > maxSeriesBytes {
-					t.Fatalf("a %d-byte comment line is cached", len(k))
-				}
+			// Only model a's two series are remembered: neither the long
+			// series nor the long HELP line.
+			if len(p.cache) != 2 || len(p.comments) != 0 {
+				t.Fatalf("%d series and %d comment lines cached, want 2 and 0", len(p.cache), len(p.comments))
 			}
 		}
 	}
 }
 
-// Past maxCachedSeries series (or maxCachedBytes of their text) the
-// parser still reads every series of a body, right, but remembers none
-// of the rest after it: values equal those of a parser with room, and
-// the cache stays at its bound parse after parse.
-func TestSeriesPastTheCacheBoundAreReadNotKept(t *testing.T) {
+// Past its state's budget the parser learns no more series: a series
+// that does not fit is left out with its family for its model (here the
+// running gauge, a sum over many series that would be wrong without
+// some of them), with ErrStateBudget on every body, and the state stays
+// at its budget parse after parse. Families that fit stand. The old
+// parser (a cap of 20,000 series read past it every scrape) reported the
+// sum, and its state held the text of every series cached.
+func TestSeriesPastTheBudgetAreLeftOutWithTheirFamily(t *testing.T) {
 	var b strings.Builder
+	b.WriteString("# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 3\n")
 	b.WriteString("# TYPE vllm:num_requests_running gauge\n")
-	const n = maxCachedSeries + 500
-	want := 0.0
+	const budget = 64 << 10
+	n := budget / slotCost * 2
 	for i := range n {
 		// One model, many series (an engine label that varies): the
 		// gauge of the model is their sum.
 		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",engine=\"%d\"} %d\n", i, i%7)
-		want += float64(i % 7)
 	}
 	body := []byte(b.String())
+	for _, slowOnly := range []bool{false, true} {
+		p, _ := NewParser(snapshot.VLLM, ParseOptions{StateBudget: budget})
+		p.slowOnly = slowOnly
+		for i := range 3 {
+			snap, err := p.Parse(body, "", time.Unix(int64(i), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := snap.Model("m")
+			if m == nil || m.Gauges[snapshot.Running].OK || m.Gauges[snapshot.Waiting].V != 3 {
+				t.Fatalf("slowOnly %v, parse %d: want running left out and waiting 3: %+v", slowOnly, i, m)
+			}
+			var budgetErr error
+			for _, e := range snap.Errors {
+				if errors.Is(e, ErrStateBudget) && budgetErr == nil {
+					budgetErr = e
+				}
+			}
+			if budgetErr == nil || !strings.Contains(budgetErr.Error(), "series left out, with their families") {
+				t.Errorf("slowOnly %v, parse %d: no error for the series past the budget: %v", slowOnly, i, snap.Errors)
+			}
+			if p.stateBytes() > budget {
+				t.Errorf("slowOnly %v, parse %d: state %d bytes, over its budget %d", slowOnly, i, p.stateBytes(), budget)
+			}
+			if p.stateBytes() < budget-2*slotCost-commentCost {
+				t.Errorf("slowOnly %v, parse %d: state %d bytes: the budget %d should be filled, not emptied", slowOnly, i, p.stateBytes(), budget)
+			}
+		}
+	}
+}
+
+// What the budget counts for a series, a second spelling and a comment
+// line is at least what they take on the heap: a parser that learns
+// 30,000 series of long text (300 bytes each, which a parser keyed by
+// text kept) grows the live heap by no more than its state's count.
+func TestStateCostsAreWhatTheBudgetCounts(t *testing.T) {
+	var b strings.Builder
+	const n = 30000
+	b.WriteString("# HELP vllm:num_requests_running Number of requests.\n# TYPE vllm:num_requests_running gauge\n")
+	long := strings.Repeat("z", 250)
+	for i := range n {
+		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",x=\"%s%d\"} %d\n", long, i, i%7)
+	}
+	body := []byte(b.String())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	p, _ := NewParser(snapshot.VLLM, ParseOptions{})
-	for i := range 3 {
-		snap, err := p.Parse(body, "", time.Unix(int64(i), 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := snap.Model("m").Gauges[snapshot.Running].V; got != want {
-			t.Errorf("parse %d: running %v, want %v (the sum of all %d series)", i, got, want, n)
-		}
-		if len(p.cache) > maxCachedSeries || len(p.canon) > maxCachedSeries {
-			t.Errorf("parse %d: %d series cached (%d canonical), bound %d", i, len(p.cache), len(p.canon), maxCachedSeries)
-		}
-		if len(p.cache) < maxCachedSeries-1 {
-			t.Errorf("parse %d: only %d series cached: the bound should be filled, not emptied", i, len(p.cache))
-		}
-	}
-	// The byte bound: a few series of 8 KiB each fill 4 MiB at 512.
-	b.Reset()
-	long := strings.Repeat("y", 8<<10)
-	for i := range 600 {
-		fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",x=\"%s%d\"} 1\n", long, i)
-	}
-	p, _ = NewParser(snapshot.VLLM, ParseOptions{})
 	for i := range 2 {
-		snap, err := p.Parse([]byte(b.String()), "", time.Unix(int64(i), 0))
-		if err != nil {
+		if _, err := p.Parse(body, "", time.Unix(int64(i), 0)); err != nil {
 			t.Fatal(err)
 		}
-		if got := snap.Model("m").Gauges[snapshot.Running].V; got != 600 {
-			t.Errorf("parse %d: running %v, want 600", i, got)
-		}
-		text := 0
-		for k := range p.cache {
-			text += len(k)
-		}
-		if text > maxCachedBytes || p.cachedBytes != text {
-			t.Errorf("parse %d: %d bytes of series text cached (counted %d), bound %d", i, text, p.cachedBytes, maxCachedBytes)
-		}
 	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if len(p.canon) != n {
+		t.Fatalf("%d series remembered, want %d", len(p.canon), n)
+	}
+	t.Logf("%d series: live heap +%d bytes (%.0f a series), counted %d", n, grown, float64(grown)/n, p.stateBytes())
+	if grown > int64(p.stateBytes()) {
+		t.Errorf("live heap grew by %d bytes, more than the %d the budget counts", grown, p.stateBytes())
+	}
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(body)
 }
 
 // A body of 50,000 bucket bounds past the cap leaves nothing alive after

@@ -28,7 +28,9 @@ import "github.com/goodput-exporter/goodput-exporter/snapshot"
 //     the worker-reported cached prompt tokens, against the prompt tokens.
 //   - finished: dynamo_frontend_requests_total by status and error_type:
 //     cancelled is an abort, validation, not_found and not_implemented
-//     are refused before they run (not counted), other errors are errors.
+//     are refused before they run (not counted), other errors are errors;
+//     a series with no status (and no error type, or "none") is unknown:
+//     finished, but neither a success nor an error.
 //   - TTFT, per-token ITL, e2e (request_duration_seconds) and per-request
 //     output length histograms; no queue-time histogram and no
 //     per-request TPOT.
@@ -56,15 +58,24 @@ var dynamoTable = newTable(table{
 	},
 }, map[string][]string{"dynamo_frontend_": {"nv_llm_http_service_"}})
 
+// reasonUnknown is the finish reason of a Dynamo request whose series
+// says neither success nor an error: counted as finished, neither good
+// nor failed by the error objective.
+const reasonUnknown = "unknown"
+
 func dynamoReason(_ string, get func(string) string) (string, bool) {
-	if get("status") == "success" {
+	status, errType := get("status"), get("error_type")
+	if status == "success" {
 		return "success", true
 	}
-	switch get("error_type") {
+	switch errType {
 	case "cancelled":
 		return "abort", true
 	case "validation", "not_found", "not_implemented":
 		return "", false
+	}
+	if status == "" && (errType == "" || errType == "none") {
+		return reasonUnknown, true
 	}
 	return "error", true
 }

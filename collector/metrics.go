@@ -105,11 +105,14 @@ func ProvidesFinished(e snapshot.Engine) bool {
 // Descs are the descriptors of one target's engine series. The target name
 // and the target's static labels are constant labels.
 type Descs struct {
-	Up       *prometheus.Desc
-	gauges   [snapshot.NumGauges]*prometheus.Desc
-	counters [snapshot.NumCounters]*prometheus.Desc
-	finished *prometheus.Desc
-	hists    [snapshot.NumHists]*prometheus.Desc
+	Up *prometheus.Desc
+	// ModelInfo is llm_model_info: 1 for each model of the latest
+	// successful scrape, kept while the engine is down.
+	ModelInfo *prometheus.Desc
+	gauges    [snapshot.NumGauges]*prometheus.Desc
+	counters  [snapshot.NumCounters]*prometheus.Desc
+	finished  *prometheus.Desc
+	hists     [snapshot.NumHists]*prometheus.Desc
 }
 
 // NewDescs builds the descriptors for a target.
@@ -121,6 +124,8 @@ func NewDescs(target string, static map[string]string) *Descs {
 	vl := []string{"engine", "model"}
 	d := &Descs{
 		Up: prometheus.NewDesc("llm_up", "1 when the last scrape of the engine's /metrics succeeded and parsed, 0 otherwise.", []string{"engine"}, cl),
+		ModelInfo: prometheus.NewDesc("llm_model_info", "1 for each model the engine served at its latest successful scrape; kept while the engine is down, so that an alert on a down target names its models.",
+			[]string{"engine", "model"}, cl),
 		finished: prometheus.NewDesc(finishedSignal.name, finishedSignal.fullHelp(),
 			[]string{"engine", "model", "reason"}, cl),
 	}
@@ -253,7 +258,7 @@ func Metric(desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels .
 
 // All returns every descriptor, for checks of their label names.
 func (d *Descs) All() []*prometheus.Desc {
-	out := []*prometheus.Desc{d.Up, d.finished}
+	out := []*prometheus.Desc{d.Up, d.ModelInfo, d.finished}
 	out = append(out, d.gauges[:]...)
 	out = append(out, d.counters[:]...)
 	return append(out, d.hists[:]...)

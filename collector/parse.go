@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"slices"
@@ -24,21 +25,46 @@ type ParseOptions struct {
 	DefaultModel string
 	// ModelLimit caps distinct models; 0 means no cap.
 	ModelLimit int
+	// StateBudget bounds what the parser remembers between bodies, in
+	// bytes (see DefaultStateBudget); 0 means DefaultStateBudget.
+	StateBudget int
+}
+
+// seriesKey is a 128-bit hash of a series' text (or of its sorted labels,
+// or of a comment line): what the parser's maps are keyed by, so that what
+// one series costs to remember does not depend on how long its text is.
+// The two halves are hash/maphash with seeds drawn when the process
+// starts, so an engine cannot write two series that collide on purpose;
+// by chance, two of a target's series collide with a probability of
+// about n²/2^129 (10^-29 for 100,000 series).
+type seriesKey struct{ a, b uint64 }
+
+var keySeeds = [3]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(b []byte) seriesKey {
+	return seriesKey{maphash.Bytes(keySeeds[0], b), maphash.Bytes(keySeeds[1], b)}
+}
+
+// canonKeyOf hashes a series' sorted labels, with a seed of its own so
+// that it never equals a key of raw text.
+func canonKeyOf(s string) seriesKey {
+	return seriesKey{maphash.String(keySeeds[2], s), maphash.String(keySeeds[1], s)}
 }
 
 // Parser turns /metrics bodies of one engine into snapshots. It keeps a
-// cache keyed by the raw text of each series (what Prometheus' scrape loop
-// does), so a steady target costs one map lookup per sample and no
-// allocation. A Parser is not safe for concurrent use: keep one per target.
+// cache keyed by a hash of the raw text of each series (what Prometheus'
+// scrape loop does with the text itself), so a steady target costs one
+// hash per sample and no allocation. A Parser is not safe for concurrent
+// use: keep one per target.
 type Parser struct {
 	tab   *table
 	opts  ParseOptions
 	st    *labels.SymbolTable
-	cache map[string]*slot
+	cache map[seriesKey]*slot
 	// canon maps a series' identity (its sorted labels) to its slot, so
 	// that the same series written twice with its labels in another order
 	// is recognised as a duplicate rather than learnt as a second series.
-	canon  map[string]*slot
+	canon  map[seriesKey]*slot
 	models map[string]*modelAcc
 	gen    uint32
 	lbls   labels.Labels
@@ -55,32 +81,30 @@ type Parser struct {
 	// bodies (the fast path's condition for trusting it).
 	cacheText bool
 	// comments are the comment lines (HELP, TYPE, others) that textparse
-	// accepted, whole with their newline, for the fast path.
-	comments map[string]*commentSlot
+	// accepted, by the key of the whole line with its newline, for the
+	// fast path.
+	comments map[seriesKey]*commentSlot
 	scratch  []byte // a line with its TYPE context, for textparse
+	budget   int    // StateBudget or its default
 
 	// per-parse state
-	learnt         []string // series first seen in this parse
-	transient      []string // series read in this parse, not remembered after it
-	cachedBytes    int      // the text of the series cached (an upper bound between sweeps)
-	refused        int      // series longer than maxSeriesBytes, left out
-	refusedName    string   // the first one's metric name
-	learntComments []string // comment lines first seen in this parse
-	entries        int      // entries read, as textparse counts them
-	last           []byte   // the last series read, for error messages
-	cseen          int      // distinct comment lines seen
-	head           slot     // before the first series: head.next is a guess
-	prev           *slot    // the slot of the last series read
-	arena          []byte   // the last text body's series, in order (see slot)
-	agen           uint32   // the arena's generation
-	marks          []mark   // the series read in this body, for the arena
-	rebuild        bool     // a series read has no text in the arena: rebuild it
-	misses         int      // series found elsewhere than guessed
-	fastHits       int      // lines the fast path read (for tests)
+	learnt         []seriesKey // series first seen in this parse
+	refused        int         // series longer than maxSeriesBytes, left out
+	refusedName    string      // the first one's metric name
+	left           int         // series left out: the state is at its budget
+	leftName       string      // the first one's metric name
+	learntComments []seriesKey // comment lines first seen in this parse
+	entries        int         // entries read, as textparse counts them
+	last           []byte      // the last series read, for error messages
+	cseen          int         // distinct comment lines seen
+	head           slot        // before the first series: head.next is a guess
+	prev           *slot       // the slot of the last series read
+	fastHits       int         // lines the fast path read (for tests)
 	mtype          model.MetricType
 	seen           int
 	dropped        int
 	droppedModel   string
+	droppedRaw     []byte // the model of the last series dropped, in the body (see overLine)
 	procStart      float64
 	procSeen       bool
 	dupes          int
@@ -93,29 +117,25 @@ type Parser struct {
 // slot is what the parser learnt about one series the first time it saw it.
 type slot struct {
 	gen    uint32
+	bucket int32     // index into the histogram accumulator, -1 for +Inf
 	ref    sampleRef // ref.src nil: not part of the contract
 	model  *modelAcc
-	bucket int // index into the histogram accumulator, -1 for +Inf
 	reason string
-	proc   bool   // process_start_time_seconds
-	cut    string // a model or reason value shortened (CapLabelValue), as shortened
-	// transient: in the cache for this parse only (to see duplicates),
-	// forgotten when it ends (see maxCachedSeries); never a guess.
-	transient bool
-	over      string
-	canon     string // the series' sorted labels, its key in Parser.canon
-	err       error  // the series is unusable; reported on every parse
+	cut    string    // a model or reason value shortened (CapLabelValue), as shortened
+	over   string    // the model, past the model limit (never cached: see Parser.skip)
+	key    seriesKey // the key of the text it was learnt from
+	canon  seriesKey // the key of its sorted labels, in Parser.canon
+	err    error     // the series is unusable; reported on every parse
 	// next is the slot of the series that followed this one in the last
-	// body, and at and alen where that body's text of this series is in
-	// the parser's arena (of generation agen): the fast path checks that
-	// guess before it hashes a line. dead: the slot left the cache (or one
-	// of its spellings did), so it is no longer a guess to trust; while a
-	// slot is not dead, the text in the arena is a key of the cache that
-	// leads to this slot.
-	next     *slot
-	at, alen int32
-	agen     uint32
-	dead     bool
+	// body: the fast path compares a line's key with that guess's before
+	// it looks the key up in the cache. dead: the slot left the cache (or
+	// one of its spellings did), so it is no longer a guess to trust.
+	next *slot
+	proc bool // process_start_time_seconds
+	dead bool
+	// left: learnt past the state's budget, not cached; its family is
+	// left out for its model in this parse.
+	left bool
 }
 
 // NewParser returns a parser for one engine.
@@ -127,14 +147,18 @@ func NewParser(e snapshot.Engine, opts ParseOptions) (*Parser, error) {
 	if opts.DefaultModel == "" {
 		opts.DefaultModel = "unknown"
 	}
+	budget := opts.StateBudget
+	if budget <= 0 {
+		budget = DefaultStateBudget
+	}
 	return &Parser{
 		tab:      tab,
 		opts:     opts,
 		st:       labels.NewSymbolTable(),
-		cache:    map[string]*slot{},
-		canon:    map[string]*slot{},
-		comments: map[string]*commentSlot{},
-		agen:     1, // a new slot's generation, 0, is never the arena's
+		cache:    map[seriesKey]*slot{},
+		canon:    map[seriesKey]*slot{},
+		comments: map[seriesKey]*commentSlot{},
+		budget:   budget,
 		models:   map[string]*modelAcc{},
 	}, nil
 }
@@ -156,22 +180,63 @@ const deadlineEvery = 256
 // line) longer than maxSeriesBytes is left out unread, with an error
 // naming its family: label values are cut to 512 bytes anyway
 // (snapshot.CapLabelValue), and reading a hostile engine's 256 KiB names
-// costs several copies of each. A series learnt when the parser
-// remembers maxCachedSeries series, or maxCachedBytes of their text,
-// already (and a comment line past the same limits) is read on every
-// body and forgotten when it ends: the target then costs more CPU a
-// scrape (bounded by its timeout), never more memory. So one target's
-// lasting parse state is at most about 3 × maxCachedBytes (a series'
-// text as the cache's key, its sorted labels, and its copy in the
-// arena) plus maxCachedSeries slots of about 200 bytes: about 16 MiB.
-// Real engines write a few hundred to a few thousand series of about a
-// hundred bytes (the vLLM capture of the fleet figure: 664 series,
-// 90 KiB of series text).
+// costs several copies of each.
+//
+// What a parser remembers between bodies (its state) is counted in
+// bytes against its budget (ParseOptions.StateBudget, DefaultStateBudget
+// unless set): a series learnt costs slotCost whatever the length of its
+// text (its slot and its keys in the cache and canon maps, hashes, not
+// text), a second spelling of one (its labels in another order) keyCost,
+// a comment line commentCost. A series of a model past the model limit
+// costs nothing: it is not remembered (see overLine). TestStateCostsAreWhatTheBudgetCounts
+// measures them on the heap. A series that would take the state past its
+// budget is not learnt: it is left out, and so is its family for its
+// model in that body (a histogram with some of its buckets would be a
+// wrong one), with an error saying so on every body (ErrStateBudget), so
+// the target is degraded, never larger. Which series are learnt is the
+// order they first came in, so a steady body leaves out the same
+// families every scrape. A comment line past the budget is read again on
+// every body. Histogram bounds have their own cap (maxBounds a
+// histogram), and models theirs (ModelLimit).
+//
+// The default, 32 MiB, holds about 116,000 series: a body of 100,000
+// series (300 models of a vLLM V1 engine) is read entirely from the
+// cache. A typical vLLM body of 664 series takes about 200 KiB.
 const (
-	maxSeriesBytes  = 16 << 10
-	maxCachedSeries = 20000
-	maxCachedBytes  = 4 << 20
+	maxSeriesBytes     = 16 << 10
+	DefaultStateBudget = 32 << 20
+	slotCost           = 288
+	keyCost            = 64
+	commentCost        = 96
 )
+
+// ErrStateBudget is what a series left out for the state's budget is
+// reported with (errors.Is on a snapshot's errors).
+var ErrStateBudget = errors.New("the target's parse state is at its budget")
+
+// Why series of a body are left out (Snapshot.LeftOut): the target's
+// parse state is at its budget (the series' family is left out for its
+// model), the series' model is past model_limit, the series is longer
+// than 16 KiB.
+const (
+	LeftOutStateBudget = "state_budget"
+	LeftOutModelLimit  = "model_limit"
+	LeftOutTooLong     = "too_long"
+)
+
+// LeftOutReasons lists them, so that counters can start at 0.
+var LeftOutReasons = []string{LeftOutStateBudget, LeftOutModelLimit, LeftOutTooLong}
+
+// stateBytes is what the parser remembers, as counted against its budget.
+func (p *Parser) stateBytes() int {
+	return len(p.canon)*slotCost + (len(p.cache)-len(p.canon))*keyCost + len(p.comments)*commentCost
+}
+
+// StateBytes is the parser's state as counted against its budget.
+func (p *Parser) StateBytes() int { return p.stateBytes() }
+
+// room reports whether the state has room for cost more bytes.
+func (p *Parser) room(cost int) bool { return p.stateBytes()+cost <= p.budget }
 
 // Parse reads one body. contentType selects Prometheus text 0.0.4 or
 // OpenMetrics 1.0 (empty means text). A malformed body is an error and
@@ -201,24 +266,15 @@ func (p *Parser) Parse(body []byte, contentType string, now time.Time) (*snapsho
 	p.begin()
 	defer func() { p.last = nil }() // a slice of body: do not keep it
 	if text {
-		if err = p.parseText(body); err != nil {
-			clear(p.marks)
-			p.marks, p.rebuild, p.misses = p.marks[:0], false, 0
-		}
+		err = p.parseText(body)
 	} else {
 		err = p.readEntries(tp, 0)
 	}
 	if err != nil {
 		p.forgetLearnt()
-		p.forgetTransient()
 		return nil, err
 	}
-	p.forgetTransient()
-	snap := p.finish(now)
-	if text {
-		p.rebuildArena(body)
-	}
-	return snap, nil
+	return p.finish(now), nil
 }
 
 // resetCache forgets every learnt series and comment line (not the
@@ -227,12 +283,13 @@ func (p *Parser) resetCache() {
 	if len(p.cache) == 0 && len(p.comments) == 0 {
 		return
 	}
-	p.cache = map[string]*slot{}
-	p.canon = map[string]*slot{}
-	p.comments = map[string]*commentSlot{}
+	for _, s := range p.cache {
+		s.dead = true
+	}
+	p.cache = map[seriesKey]*slot{}
+	p.canon = map[seriesKey]*slot{}
+	p.comments = map[seriesKey]*commentSlot{}
 	p.head.next = nil
-	p.cachedBytes = 0
-	p.agen++
 	p.dirty = true
 }
 
@@ -263,9 +320,10 @@ func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 			continue
 		}
 		p.last = series
-		s := p.cache[string(series)]
+		k := keyOf(series)
+		s := p.cache[k]
 		if s == nil {
-			s = p.learnSeries(tp, series)
+			s = p.learn(tp, series, k)
 		}
 		p.follow(s)
 		p.apply(s, v, series)
@@ -275,7 +333,7 @@ func (p *Parser) readEntries(tp textparse.Parser, skip int) error {
 // follow records that s comes after the previous series, as a guess for
 // the next body.
 func (p *Parser) follow(s *slot) {
-	if s.transient || s.dead {
+	if s.left || s.dead {
 		return // gone after this parse: no guess, and nothing to keep it alive
 	}
 	p.prev.next = s
@@ -298,43 +356,15 @@ func (p *Parser) syntaxError(err error) error {
 	return fmt.Errorf("malformed exposition at entry %d, after series %.120s: %w", p.entries+1, p.last, err)
 }
 
-// forgetTransient drops the series that were to be remembered for one
-// parse only (see maxCachedSeries); their values were applied already.
-func (p *Parser) forgetTransient() {
-	for _, k := range p.transient {
-		s := p.cache[k]
-		if s == nil || !s.transient {
-			continue
-		}
-		if p.canon[s.canon] == s {
-			delete(p.canon, s.canon)
-		}
-		if s.gen == p.gen {
-			p.seen-- // sweep compares what was seen with what is cached
-		}
-		s.dead = true
-		delete(p.cache, k)
-	}
-	clear(p.transient)
-	if cap(p.transient) > 1024 {
-		p.transient = nil
-	} else {
-		p.transient = p.transient[:0]
-	}
-}
-
 // forgetLearnt drops the series first seen in a parse that failed, so that
 // a target serving garbage cannot grow the cache.
 func (p *Parser) forgetLearnt() {
 	p.dirty = p.dirty || len(p.learnt) > 0
 	for _, k := range p.learnt {
-		s := p.cache[k]
-		if s != nil && s.canon != "" && p.canon[s.canon] == s {
-			delete(p.canon, s.canon)
-		}
-		if s != nil {
-			if !s.transient && !s.dead {
-				p.cachedBytes -= len(k)
+		// A second spelling of a series learnt before leaves that slot be.
+		if s := p.cache[k]; s != nil && s.key == k {
+			if p.canon[s.canon] == s {
+				delete(p.canon, s.canon)
 			}
 			s.dead = true
 		}
@@ -347,6 +377,13 @@ func (p *Parser) forgetLearnt() {
 
 func (p *Parser) begin() {
 	p.gen++
+	// What a first body learnt is not kept for the steady ones.
+	if cap(p.learnt) > 1024 {
+		p.learnt = nil
+	}
+	if cap(p.learntComments) > 1024 {
+		p.learntComments = nil
+	}
 	p.learnt = p.learnt[:0]
 	p.learntComments = p.learntComments[:0]
 	p.entries, p.last, p.cseen, p.fastHits = 0, nil, 0, 0
@@ -356,17 +393,9 @@ func (p *Parser) begin() {
 	p.dupes, p.dupeSeries = 0, ""
 	p.shortened, p.shortValue = 0, ""
 	p.refused, p.refusedName = 0, ""
+	p.left, p.leftName = 0, ""
+	p.droppedRaw = nil
 	p.errs = nil
-}
-
-// learnSeries learns a series seen for the first time and counts its
-// text against maxCachedBytes when it is cached.
-func (p *Parser) learnSeries(tp textparse.Parser, series []byte) *slot {
-	s := p.learn(tp, series)
-	if !s.transient && !s.dead {
-		p.cachedBytes += len(series)
-	}
-	return s
 }
 
 // refuse leaves out a series longer than maxSeriesBytes, unread.
@@ -381,32 +410,26 @@ func (p *Parser) refuse(series []byte) {
 	p.refused++
 }
 
-// learn classifies a series seen for the first time.
-func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
-	key := string(series)
-	p.learnt = append(p.learnt, key)
+// learn classifies a series seen for the first time (key is its text's
+// key) and remembers it when the state has room; one past the budget is
+// returned with left set, not cached.
+func (p *Parser) learn(tp textparse.Parser, series []byte, key seriesKey) *slot {
 	tp.Labels(&p.lbls)
-	canon := p.lbls.String()
+	canon := canonKeyOf(p.lbls.String())
 	if s := p.canon[canon]; s != nil {
 		// The same series spelt differently (labels in another order):
 		// one slot, so that the second sample is seen as a duplicate.
-		p.cache[key] = s
-		if s.transient {
-			p.transient = append(p.transient, key)
+		if p.room(keyCost) {
+			p.cache[key] = s
+			p.learnt = append(p.learnt, key)
 		}
 		return s
 	}
-	s := &slot{bucket: -1, canon: canon}
-	p.canon[canon] = s
-	if len(p.cache) >= maxCachedSeries || p.cachedBytes+len(key) > maxCachedBytes {
-		s.transient = true
-		p.transient = append(p.transient, key)
-	}
+	s := &slot{bucket: -1, key: key, canon: canon, left: !p.room(slotCost)}
 	name := p.lbls.Get(labels.MetricName)
 	if name == "process_start_time_seconds" {
 		s.proc = true
-		p.cache[key] = s
-		return s
+		return p.keep(s)
 	}
 	ref, ok := p.tab.samples[name]
 	if !ok {
@@ -418,8 +441,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 		}
 	}
 	if !ok {
-		p.cache[key] = s
-		return s
+		return p.keep(s)
 	}
 	model := ""
 	for _, k := range p.tab.modelLabels {
@@ -446,8 +468,7 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			if !keep {
 				// Not a finished request in the contract's sense: left
 				// out, like a series the table does not know.
-				p.cache[key] = s
-				return s
+				return p.keep(s)
 			}
 			s.reason = reason
 		}
@@ -467,8 +488,9 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 	acc := p.models[model]
 	if acc == nil {
 		if p.opts.ModelLimit > 0 && len(p.models) >= p.opts.ModelLimit {
-			s.over = model
-			p.cache[key] = s
+			// Left out, not remembered (overLine finds the next body's
+			// without lexing them).
+			s.over, s.left, s.dead = model, false, true
 			return s
 		}
 		acc = newModelAcc(model, len(p.tab.sources))
@@ -489,6 +511,9 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 			if ref.src.scale != 0 {
 				bound *= ref.src.scale
 			}
+			if s.left {
+				break // no bound learnt for a series that is not kept
+			}
 			i, ok := acc.hist(ref.src.id).boundIndex(bound)
 			if !ok {
 				// Past the cap the histogram is left out anyway: the
@@ -496,14 +521,22 @@ func (p *Parser) learn(tp textparse.Parser, series []byte) *slot {
 				// fast path), so that a body of 50,000 bounds, new ones
 				// every scrape, costs its parse and no lasting state.
 				s.bucket, s.dead = overflowBucket, true
-				delete(p.canon, canon)
-				p.learnt = p.learnt[:len(p.learnt)-1]
 				return s
 			}
-			s.bucket = i
+			s.bucket = int32(i)
 		}
 	}
-	p.cache[key] = s
+	return p.keep(s)
+}
+
+// keep caches a slot just learnt, unless it is past the budget.
+func (p *Parser) keep(s *slot) *slot {
+	if s.left {
+		return s
+	}
+	p.cache[s.key] = s
+	p.canon[s.canon] = s
+	p.learnt = append(p.learnt, s.key)
 	return s
 }
 
@@ -517,8 +550,24 @@ func (p *Parser) apply(s *slot, v float64, series []byte) {
 		}
 		return
 	}
+	if s.left {
+		// Past the state's budget: the family is left out for the model.
+		p.left++
+		if p.leftName == "" {
+			p.leftName = p.lbls.Get(labels.MetricName)
+			if len(p.leftName) > 128 {
+				p.leftName = p.leftName[:128]
+			}
+		}
+		if s.model != nil && s.ref.src != nil {
+			s.model.leaveOut(p.gen, s.ref.src.id, ErrStateBudget.Error())
+		}
+		return
+	}
 	s.gen = p.gen
-	p.seen++
+	if !s.dead {
+		p.seen++ // sweep compares what was seen with what is cached
+	}
 	if s.cut != "" {
 		p.shortened++
 		if p.shortValue == "" {
@@ -534,7 +583,7 @@ func (p *Parser) apply(s *slot, v float64, series []byte) {
 		p.procStart, p.procSeen = v, true
 	case s.over != "":
 		p.dropped++
-		p.droppedModel = s.over
+		p.droppedModel, p.droppedRaw = s.over, nil
 	}
 }
 
@@ -563,10 +612,25 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 		return 0
 	})
 	if p.dropped > 0 {
-		p.errs = append(p.errs, &FamilyError{Model: p.droppedModel, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
+		model := p.droppedModel
+		if p.droppedRaw != nil {
+			model = string(p.droppedRaw)
+		}
+		p.errs = append(p.errs, &FamilyError{Model: model, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
+	}
+	if p.left > 0 {
+		p.errs = append(p.errs, &FamilyError{Family: p.leftName, Err: fmt.Errorf("%d series left out, with their families: %w (%d bytes, %d series remembered)", p.left, ErrStateBudget, p.budget, len(p.canon))})
 	}
 	if p.refused > 0 {
 		p.errs = append(p.errs, &FamilyError{Family: p.refusedName, Err: fmt.Errorf("%d series left out unread: longer than %d bytes (engines write about a hundred)", p.refused, maxSeriesBytes)})
+	}
+	if p.left > 0 || p.dropped > 0 || p.refused > 0 {
+		snap.LeftOut = map[string]int{}
+		for r, n := range map[string]int{LeftOutStateBudget: p.left, LeftOutModelLimit: p.dropped, LeftOutTooLong: p.refused} {
+			if n > 0 {
+				snap.LeftOut[r] = n
+			}
+		}
 	}
 	snap.Errors = p.errs
 	snap.Duplicates, snap.DuplicateSeries = p.dupes, p.dupeSeries
@@ -577,6 +641,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 }
 
 func (p *Parser) sweep() {
+	p.droppedRaw = nil // a slice of the body: do not keep it
 	if p.seen == len(p.cache) && !p.dirty {
 		return
 	}
@@ -593,30 +658,12 @@ func (p *Parser) sweep() {
 			s.dead = true
 		}
 	}
-	removed := false
 	for name, acc := range p.models {
 		if acc.gen != p.gen {
-			delete(p.models, name)
-			removed = true
+			delete(p.models, name) // room for a model over the limit
 		}
 	}
 	p.compactBounds()
-	if removed {
-		// Room for models that were over the limit: let them be learnt again.
-		for k, s := range p.cache {
-			if s.over != "" {
-				delete(p.cache, k)
-				delete(p.canon, s.canon)
-				s.dead = true
-			}
-		}
-	}
-	p.cachedBytes = 0
-	for k, s := range p.cache {
-		if !s.transient {
-			p.cachedBytes += len(k)
-		}
-	}
 }
 
 // compactBounds drops bucket bounds that were not in this body (an old
@@ -653,7 +700,7 @@ func (p *Parser) compactBounds() {
 		switch {
 		case !ok:
 		case s.bucket >= 0 && moved[s.bucket] >= 0:
-			s.bucket = moved[s.bucket]
+			s.bucket = int32(moved[s.bucket])
 		case s.bucket >= 0 || s.bucket == overflowBucket:
 			// Over the cap when learnt (room was made now), or its bound
 			// is gone: learn it again on its next appearance.

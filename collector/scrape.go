@@ -34,7 +34,7 @@ const (
 )
 
 // ScrapeReasons lists every reason, so that error counters can start at 0.
-var ScrapeReasons = []string{ReasonTimeout, ReasonConnect, ReasonHTTPStatus, ReasonBodyTooLarge, ReasonRedirect, ReasonRead, ReasonParse, ReasonUnknownEngine, ReasonMultipleEngines}
+var ScrapeReasons = []string{ReasonTimeout, ReasonConnect, ReasonHTTPStatus, ReasonBodyTooLarge, ReasonRedirect, ReasonRead, ReasonParse, ReasonUnknownEngine, ReasonMultipleEngines, ReasonWrongEngine, ReasonNoFamilies, ReasonSelfScrape}
 
 // ScrapeError is a failed scrape with the reason it is counted under.
 type ScrapeError struct {
@@ -140,10 +140,13 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 	}
 	body := s.body.Bytes()
 	res.Bytes = len(body)
+	if err := selfScrape(body); err != nil {
+		return nil, res, err
+	}
 	if s.parser == nil {
 		e, ok := Detect(body)
 		if !ok {
-			return nil, res, &ScrapeError{ReasonUnknownEngine, errors.New("no vllm:, sglang: or llamacpp: metrics in the body; set engine: explicitly if this is an engine")}
+			return nil, res, &ScrapeError{ReasonUnknownEngine, errors.New("no engine's metrics in the body (at least two lines with vllm:, sglang:, llamacpp:, tgi_, nv_inference_, trtllm_, dynamo_frontend_ or another engine's prefix); set engine: explicitly if this is an engine")}
 		}
 		if s.parser, err = NewParser(e, s.cfg.Parse); err != nil {
 			return nil, res, &ScrapeError{ReasonUnknownEngine, err}
@@ -166,6 +169,9 @@ func (s *Scraper) Scrape(ctx context.Context) (*snapshot.Snapshot, Result, error
 		if changed != "" {
 			res.Detected = s.parser.Engine()
 		}
+	}
+	if err := judgeEmpty(s.parser.tab, body, snap); err != nil {
+		return nil, res, err
 	}
 	snap.Target = s.cfg.Name
 	if snap.ProcessStart == 0 {

@@ -159,7 +159,7 @@ func TestRestartDetected(t *testing.T) {
 		w.Write([]byte("# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total " + tokens + "\n"))
 	}))
 	defer srv.Close()
-	sc := newTestScraper(t, srv.URL, "", time.Second, 1<<20)
+	sc := newTestScraper(t, srv.URL, snapshot.LlamaCPP, time.Second, 1<<20) // one sample line: too few to detect
 	var restarts, noReset []bool
 	for i := range 4 {
 		snap, res, err := sc.Scrape(context.Background())
@@ -220,11 +220,14 @@ func TestEngineChangeIsDetected(t *testing.T) {
 	if !snap.Baseline || snap.Restarted || !strings.Contains(res.Baseline, "from vllm to sglang") {
 		t.Errorf("baseline %v %q", snap.Baseline, res.Baseline)
 	}
-	// A configured engine is never second-guessed.
+	// A configured engine is never second-guessed, and the other engine's
+	// body leaves it down, saying so.
 	n.Store(0)
 	fixed := newTestScraper(t, srv.URL, snapshot.VLLM, time.Second, 32<<20)
 	fixed.Scrape(context.Background())
-	if snap, _, _ := fixed.Scrape(context.Background()); snap.Engine != snapshot.VLLM || len(snap.Models) != 0 {
-		t.Errorf("a configured engine switched: %q %d", snap.Engine, len(snap.Models))
+	snap, _, err = fixed.Scrape(context.Background())
+	var se *ScrapeError
+	if snap != nil || !errors.As(err, &se) || se.Reason != ReasonWrongEngine || fixed.Engine() != snapshot.VLLM || !strings.Contains(err.Error(), "sglang") {
+		t.Errorf("a configured vllm target reading sglang's body: %v, engine %q, snapshot %v; want down as wrong_engine naming sglang", err, fixed.Engine(), snap)
 	}
 }

@@ -71,6 +71,11 @@ type Target struct {
 	Pod       string `yaml:"pod"`
 	// Traces matches the engine's OTLP request spans to this target.
 	Traces *Traces `yaml:"traces"`
+	// Proxied says the engine's traffic goes through the measuring proxy
+	// (goodput-exporter proxy), which sends each request as a span: the
+	// status page then calls its goodput exact, not bounds. Discovery sets
+	// it from the goodput-exporter.io/proxy annotation.
+	Proxied bool `yaml:"proxied"`
 }
 
 // EffectiveTimeout is the target's timeout, else the file default, else fallback.

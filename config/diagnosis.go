@@ -56,6 +56,7 @@ type DiagnosisThresholds struct {
 	QueueBatchShare      *float64  `yaml:"queue_batch_share"`
 	SaturationJump       *float64  `yaml:"saturation_jump"`
 	QueueSustain         *Duration `yaml:"queue_sustain"`
+	QueueStandingBatches *float64  `yaml:"queue_standing_batches"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -118,6 +119,7 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("queue_batch_share", ratio, t.QueueBatchShare, &out.QueueBatchShare),
 		f("saturation_jump", factor, t.SaturationJump, &out.SaturationJump),
 		d("queue_sustain", t.QueueSustain, &out.QueueSustain),
+		f("queue_standing_batches", positive, t.QueueStandingBatches, &out.QueueStandingBatches),
 	}
 }
 

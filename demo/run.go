@@ -127,6 +127,30 @@ func Run(ctx context.Context, d Options, stdout io.Writer) error {
 	traces := otlp.New(otlp.Options{Sink: ex})
 	ex.Registry().MustRegister(traces)
 	go feedSpans(ctx, f, traces, d.Interval)
+	// The SGLang engine sends no request spans: the measuring proxy in
+	// front of it does, over OTLP/HTTP to the receiver, as in a cluster.
+	ol, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		l.Close()
+		return err
+	}
+	otlpSrv := &http.Server{Handler: traces, ReadHeaderTimeout: 5 * time.Second}
+	go otlpSrv.Serve(ol)
+	defer otlpSrv.Close()
+	otlpURL := "http://" + ol.Addr().String() + "/v1/traces"
+	var proxies []*proxied
+	for _, en := range f.Engines {
+		if en.Format != sim.FormatSGLang {
+			continue
+		}
+		pr, err := startProxy(ctx, en, otlpURL, d.Speed, simClock, logger)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		proxies = append(proxies, pr)
+		go pr.play(ctx, d.Speed, d.Interval)
+	}
 	metricsURL := "http://" + l.Addr().String() + "/metrics"
 	srv := &http.Server{Handler: ex.Handler("/metrics", nil), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -140,7 +164,10 @@ func Run(ctx context.Context, d Options, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "engine: %-10s %s\n", en.Name, en.URL)
 	}
 	fmt.Fprintf(stdout, "gpus:   %-10s %s\n", "dcgm", f.GPUURL)
-	fmt.Fprintln(stdout, "otlp:   not served; the vLLM engine's request spans go to the receiver in-process")
+	fmt.Fprintf(stdout, "otlp:   %s (the vLLM engine's request spans go to the receiver in-process)\n", otlpURL)
+	for _, pr := range proxies {
+		fmt.Fprintf(stdout, "proxy:  %-10s %s (measuring proxy → the engine's requests played back)\n", pr.engine.Name, pr)
+	}
 	slos := map[string]string{f.Engines[0].Name: "chat", f.Engines[1].Name: "chat-latency"}
 	view := &demoView{metricsURL: metricsURL, farm: f, slo: slos, logs: logs, out: stdout, tty: isTerminal(stdout), speed: d.Speed,
 		minSpan: 2 * d.Interval,
@@ -167,9 +194,9 @@ func (d *Options) loader(f *Farm) exporter.Loader {
 		var targets []config.Target
 		for i, en := range f.Engines {
 			tc := config.Target{Name: en.Name, URL: en.URL, GPUs: []string{fmt.Sprint(i)}}
-			if en.Format == sim.FormatVLLM {
-				tc.Traces = &config.Traces{ServiceName: en.Name} // its request spans: exact goodput
-			}
+			// vLLM's request spans, or the measuring proxy's in front of
+			// SGLang: exact goodput for both.
+			tc.Traces = &config.Traces{ServiceName: en.Name}
 			targets = append(targets, tc)
 		}
 		cfg.SLOs = demoSLOs(f.Engines[0].Name, f.Engines[1].Name)

@@ -29,13 +29,17 @@ func feedSpans(ctx context.Context, f *Farm, recv *otlp.Receiver, every time.Dur
 				continue
 			}
 			var recs []sim.Record
+			var epoch time.Time
 			en.srv.Do(func(e *sim.Engine) {
 				now := e.Now()
 				recs = e.Truth().Records(last[i], now)
 				last[i] = now
+				// The engine's virtual now is the wall clock's now: its
+				// spans end in the past, as a real engine's do.
+				epoch = time.Now().Add(-now)
 			})
 			if len(recs) > 0 {
-				recv.Consume(netip.Addr{}, sim.Spans(recs, sim.SpanOptions{Service: en.Name, Epoch: time.Unix(0, 0)}))
+				recv.Consume(netip.Addr{}, sim.Spans(recs, sim.SpanOptions{Service: en.Name, Epoch: epoch}))
 			}
 		}
 	}

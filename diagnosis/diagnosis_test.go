@@ -520,3 +520,95 @@ func TestKVPerRunningIsAMedian(t *testing.T) {
 		t.Errorf("median %v, want 0.0025 (the mean would be %v)", got, (9*0.0025+3*0.0225)/12)
 	}
 }
+
+// The queue_sustain default, 40 s, as the daemon runs it (settings()
+// keeps the default thresholds): queue_growth matching every 5 s from
+// judgement 0 is raised at judgement 8, 40 s on, not at 7 (35 s), while
+// the default enter, 2, would raise it at 1.
+func TestQueueSustainDefault(t *testing.T) {
+	i := scripted(t, map[Mode]func(int) bool{QueueGrowth: func(int) bool { return true }})
+	got := drive(t, settings(), 10, i)
+	for k, r := range got {
+		if raised := len(r) == 1 && r[0] == QueueGrowth; raised != (k >= 8) {
+			t.Errorf("judgement %d (%d s of matching): queue_growth raised %v, want %v", k, 5*k, raised, k >= 8)
+		}
+	}
+}
+
+// The precedence table (Explains), pinned pair by pair against a copy
+// written out here: for every two modes, both matching, the masking one
+// alone is raised (or both, where neither explains the other); and each
+// masked mode matching alone is raised (the mask needs its masker to
+// match or be raised).
+func TestPrecedenceTable(t *testing.T) {
+	want := map[Mode][]Mode{
+		EngineStall:         {QueueGrowth, KVPreemption, PrefillInterference, KVMonopoly, PrefixCacheCollapse, DecodeSaturation, GPUThrottling},
+		GPUThrottling:       {QueueGrowth, KVPreemption, PrefillInterference, DecodeSaturation, PrefixCacheCollapse},
+		KVPreemption:        {QueueGrowth, DecodeSaturation, KVMonopoly},
+		KVMonopoly:          {QueueGrowth, PrefillInterference},
+		PrefillInterference: {QueueGrowth, DecodeSaturation},
+		PrefixCacheCollapse: {QueueGrowth, PrefillInterference},
+	}
+	explains := func(k, m Mode) bool {
+		for _, x := range want[k] {
+			if x == m {
+				return true
+			}
+		}
+		return false
+	}
+	s := settings()
+	s.Thresholds.QueueSustain = 0 // every mode raised at enter
+	raised := func(match ...Mode) map[Mode]bool {
+		t.Helper()
+		script := map[Mode]func(int) bool{}
+		for _, m := range match {
+			script[m] = func(int) bool { return true }
+		}
+		// drive's cycles, with a GPU attributed (gpu_throttling is
+		// unsupported without one): a cool one at full clock.
+		i := scripted(t, script)
+		*i = -1
+		d, e := New(s), newEngine()
+		dev := []gpu.Device{{Index: 0, UUID: "GPU-0", SMClockHz: gpu.Some(1980e6), SMClockMaxHz: gpu.Some(1980e6),
+			PowerW: gpu.Some(500), Throttle: gpu.Reasons{OK: true}}}
+		var v Verdict
+		for k := 0; k < 13+4; k++ {
+			if k >= 13 {
+				*i = k - 13
+			}
+			e.healthy()
+			at := t0.Add(time.Duration(k) * 5 * time.Second)
+			v = d.Observe(at, e.snap(at), dev, true)
+		}
+		out := map[Mode]bool{}
+		for _, m := range v.Raised() {
+			out[m] = true
+		}
+		return out
+	}
+	for m := range NumModes {
+		if r := raised(m); len(r) != 1 || !r[m] {
+			t.Errorf("%s matching alone: raised %v", m, r)
+		}
+	}
+	for k := range NumModes {
+		for m := range NumModes {
+			if k >= m {
+				continue
+			}
+			r := raised(k, m)
+			wantK, wantM := !explains(m, k), !explains(k, m)
+			if r[k] != wantK || r[m] != wantM || len(r) != btoi(wantK)+btoi(wantM) {
+				t.Errorf("%s and %s matching: raised %v, want %s %v, %s %v", k, m, r, k, wantK, m, wantM)
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

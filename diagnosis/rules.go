@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 )
@@ -74,24 +75,58 @@ func preempting(w *Signals, th *Thresholds) bool {
 }
 
 // queue_growth: waiting grows while the batch is at its ceiling and the
-// KV cache is below pressure (a full cache is a KV mode's queue). Once
-// raised it holds while the queue stands: at its slope over the window
-// it would still hold QueueMinWaiting one window from now. Clients that
-// time out stop a queue's growth and churn the batch under its ceiling
-// (a request admitted just before its deadline is aborted within
-// steps), while the engine stays just as overloaded.
-func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, _ *Objectives) (bool, string) {
+// KV cache is below pressure (a full cache is a KV mode's queue); or the
+// queue stands, however flat, at least QueueStandingBatches ceilings long
+// with the batch at its ceiling and TTFT broken (its attainment under
+// TTFTHold, or the queue's own wait past the objective): a queue that filled and
+// stands behind its clients' concurrency cap no longer grows, and the
+// window that saw it fill also held the batch of the minute before, under
+// its ceiling. Once raised it holds while the queue stands: at its slope
+// over the window it would still hold QueueMinWaiting one window from
+// now. Clients that time out stop a queue's growth and churn the batch
+// under its ceiling (a request admitted just before its deadline is
+// aborted within steps), while the engine stays just as overloaded.
+func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bool, string) {
 	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
 	slope, least := queueBars(w, th)
 	ahead := w.Waiting.V + w.WaitingSlope.V*w.Span.Seconds()
 	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= least && ahead >= least
-	ok := (growing(w, th) && atCeiling(w, th) || standing) && kvOK
+	long := standingBar(w, th, least)
+	// TTFT is broken by the engine's own histogram, or by the queue: at
+	// the rate requests are served, one arriving now waits waiting/rate
+	// seconds before it is admitted (Little's law), and a wait past the
+	// TTFT objective breaks it whatever the engine's TTFT measures
+	// (llm-d-inference-sim's leaves the queue out). Where neither is
+	// measured (llama.cpp), the queue's length alone decides.
+	wait := Value{}
+	if w.RequestsPerSecond.OK && w.RequestsPerSecond.V > 0 && w.Waiting.OK {
+		wait = some(w.Waiting.V / w.RequestsPerSecond.V)
+	}
+	ttftBroken := !w.TTFTAttainment.OK && !wait.OK ||
+		w.TTFTAttainment.OK && w.TTFTAttainment.V < th.TTFTHold ||
+		wait.OK && wait.V >= o.TTFTLatency
+	// A standing queue in front of a cache that stays KVHold full is the
+	// cache's queue (kv_preemption's steady state), whatever preemption
+	// counter the engine lacks.
+	kvRoom := !w.KVUsage.OK || w.KVUsage.V < min(th.KVHold, th.KVHigh)
+	stood := w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= long && ahead >= least && atCeiling(w, th) && ttftBroken && kvRoom
+	ok := (growing(w, th) && atCeiling(w, th) || standing || stood) && kvOK
 	if held {
 		return ok, fmt.Sprintf("waiting %.1f, slope %+.2f/s: %.0f waiting a window on (held while >= %.0f); running %.1f of ceiling %.0f; KV usage %s (< %.2f)",
 			w.Waiting.V, w.WaitingSlope.V, ahead, least, w.Running.V, w.RunningCeiling.V, show(w.KVUsage, "%.2f", 1), th.KVHigh)
 	}
-	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
-		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
+	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s), or standing at >= %.0f with TTFT attainment %s (< %.2f) or a wait of %s at the rate served (>= %.1fs); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
+		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), long, show(w.TTFTAttainment, "%.3f", 1), th.TTFTHold, show(wait, "%.1fs", 1), o.TTFTLatency,
+		w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
+}
+
+// standingBar is the queue from which a flat queue counts: at least
+// QueueStandingBatches running ceilings, and the growing queue's bar.
+func standingBar(w *Signals, th *Thresholds, least float64) float64 {
+	if !w.RunningCeiling.OK {
+		return math.Inf(1)
+	}
+	return max(least, th.QueueStandingBatches*w.RunningCeiling.V)
 }
 
 // kv_preemption: the cache is full and the engine preempts. Once raised
@@ -234,8 +269,9 @@ func engineStall(w, _ *Signals, _, _ bool, th *Thresholds, _ *Objectives) (bool,
 	// window, or none for StallSilence seconds up to now. An engine that
 	// counts tokens at completion (llama.cpp b11669, TGI) and is still
 	// stepping through long generations is not silent.
-	gen, steps := w.GenerationTokensPerSecond, w.EngineStepsPerSecond
-	silent := (gen.OK || steps.OK) && (!gen.OK || gen.V == 0) && (!steps.OK || steps.V == 0) && w.Running.OK && inflight >= 1 ||
+	// Nor is one whose latency histograms observed tokens streaming.
+	gen, steps, tok := w.GenerationTokensPerSecond, w.EngineStepsPerSecond, w.StreamedTokensPerSecond
+	silent := (gen.OK || steps.OK) && (!gen.OK || gen.V == 0) && (!steps.OK || steps.V == 0) && (!tok.OK || tok.V == 0) && w.Running.OK && inflight >= 1 ||
 		stopped(w, th.StallSilence)
 	fin := w.FinishedPerSecond.V * w.Span.Seconds()
 	failing := w.ErrorRatio.OK && fin >= th.MinFinished && w.ErrorRatio.V >= th.ErrorRatio

@@ -40,6 +40,40 @@ func TestRules(t *testing.T) {
 		{QueueGrowth, "cache full: a KV mode's queue", func(w *Signals) {
 			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage = v(128), v(100), v(2), v(0.95)
 		}, false},
+		// A queue that stands, flat, behind the batch at its ceiling: at
+		// least one ceiling (128) long, TTFT under 0.9 of its objective,
+		// the cache under kv_hold (0.8).
+		{QueueGrowth, "standing at 300, TTFT 0.1", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), v(0.1)
+		}, true},
+		{QueueGrowth, "standing at 300, TTFT absent", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), Value{}
+		}, true},
+		// 300 waiting at 700 served a second: a wait of 0.43 s, under the
+		// 0.5 s objective; TTFT 0.9 holds.
+		{QueueGrowth, "standing at 300, TTFT 0.9 holds, a wait of 0.43 s", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment, w.RequestsPerSecond = v(128), v(300), v(0), v(0.9), v(700)
+		}, false},
+		// An engine whose TTFT leaves the queue out (llm-d-inference-sim):
+		// its TTFT holds, but 300 waiting at 10 a second wait 30 s.
+		{QueueGrowth, "standing at 300, TTFT 1 without the queue, a wait of 30 s", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(0), v(1)
+		}, true},
+		{QueueGrowth, "standing at 300, no TTFT, no request rate", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment, w.RequestsPerSecond = v(128), v(300), v(0), Value{}, Value{}
+		}, true},
+		{QueueGrowth, "standing at 127, under one ceiling", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(127), v(0), v(0.1)
+		}, false},
+		{QueueGrowth, "standing at 300, batch under 90% of the ceiling", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(115), v(300), v(0), v(0.1)
+		}, false},
+		{QueueGrowth, "standing at 300, the cache 0.8 full", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment, w.KVUsage = v(128), v(300), v(0), v(0.1), v(0.8)
+		}, false},
+		{QueueGrowth, "300 draining to under 5 within the window", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.TTFTAttainment = v(128), v(300), v(-5), v(0.1)
+		}, false},
 		{KVPreemption, "full and preempting", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.95), v(1) }, true},
 		{KVPreemption, "preempting below 0.9", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.89), v(1) }, false},
 		{KVPreemption, "full, one preemption a minute", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.95), v(1.0/60) }, false},

@@ -49,6 +49,10 @@ type Thresholds struct {
 	// instead where the engine counts no requests (llama.cpp): the queue
 	// must also be QueueBatchShare of the mean running batch.
 	QueueBatchShare float64 `yaml:"queue_batch_share"`
+	// QueueStandingBatches: a queue of at least this many running
+	// ceilings (and QueueMinWaiting), with the batch at its ceiling and
+	// TTFT under TTFTHold, is queue_growth however flat it stands.
+	QueueStandingBatches float64 `yaml:"queue_standing_batches"`
 	// QueueSustain, in seconds: queue_growth is raised only once it has
 	// matched this long without a break. A queue that outgrows its engine
 	// keeps growing; one that surges at the knee drains again.
@@ -157,6 +161,13 @@ func DefaultThresholds() Thresholds {
 		// (short-chat shape, tuning seeds 1, 4 and 10: queue_growth
 		// raised at the knee on 16 to 19 waiting with the fixed bars).
 		QueueBatchShare: 0.25,
+		// A whole batch waiting: every request admitted waits for at
+		// least one turnover of the batch, and no surge at the knee
+		// stands that long (the healthy shapes' queues at their knees
+		// hover near zero). A queue that filled and now stands behind a
+		// client's concurrency cap (290 waiting behind 10 running, issue
+		// 37) grows too little to count by its slope once full.
+		QueueStandingBatches: 1,
 		// Healthy traffic at its knee surges and drains: over an hour of
 		// every healthy shape at its knee on each tuning seed, in the
 		// vLLM, SGLang and llama.cpp formats, at 1 s and 5 s scrapes,

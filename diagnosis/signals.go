@@ -69,6 +69,12 @@ type Signals struct {
 	// counts them (llama.cpp, TGI, Triton). It shows progress on engines
 	// that count generated tokens only when a request completes.
 	EngineStepsPerSecond Value
+	// StreamedTokensPerSecond: first and next tokens the engine observed
+	// in its TTFT and inter-token histograms over the span, which it
+	// records as each token streams. An engine that adds its generated
+	// tokens to the counter only when a request completes
+	// (llm-d-inference-sim) shows its progress here between completions.
+	StreamedTokensPerSecond Value
 	// Silent is how long, in seconds up to the latest sample, the engine
 	// generated no token while requests were in flight (0 when the
 	// latest interval had tokens or nothing was in flight; absent
@@ -267,6 +273,9 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 	}
 	sig.TimePerOutputTokenMean, sig.TimePerPromptTokenMean = perToken(genTimed), perToken(promptTimed)
 	sig.EngineStepsPerSecond = rate(snapshot.EngineSteps)
+	if n, ok := streamed(hists[snapshot.TTFT], hists[snapshot.ITL]); ok {
+		sig.StreamedTokensPerSecond = some(n / span)
+	}
 	if q, h := ctr[snapshot.PrefixCacheQueries], ctr[snapshot.PrefixCacheHits]; q.OK && h.OK {
 		if q.V > 0 {
 			sig.PrefixHitRatio = some(h.V / q.V)
@@ -398,6 +407,19 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// streamed counts the tokens observed in a TTFT and an inter-token
+// histogram increase; not ok when the engine has neither.
+func streamed(ttft, itl *histDelta) (float64, bool) {
+	var n float64
+	ok := false
+	for _, h := range []*histDelta{ttft, itl} {
+		if h != nil {
+			n, ok = n+h.count, true
+		}
+	}
+	return n, ok
+}
+
 // silence is Signals.Silent of ss (oldest first).
 func silence(ss []sample) Value {
 	var silent float64
@@ -409,14 +431,18 @@ func silence(ss []sample) Value {
 		}
 		// Progress is a token or an engine step: an engine that counts
 		// tokens only when a request completes (llama.cpp b11669, TGI)
-		// and is still stepping through long generations is not silent.
+		// and is still stepping through long generations is not silent,
+		// nor one that observes each token in its latency histograms as
+		// it streams and counts it only at completion
+		// (llm-d-inference-sim).
 		g, st := s.ctr[snapshot.GenerationTokens], s.ctr[snapshot.EngineSteps]
 		if !g.OK && !st.OK {
 			break
 		}
 		seen = true
 		inflight := s.running.V + s.waiting.V
-		if g.OK && g.V > 0 || st.OK && st.V > 0 || !s.running.OK || inflight < 1 {
+		tok, _ := streamed(s.hists[snapshot.TTFT], s.hists[snapshot.ITL])
+		if g.OK && g.V > 0 || st.OK && st.V > 0 || tok > 0 || !s.running.OK || inflight < 1 {
 			break
 		}
 		silent += s.dt

@@ -190,3 +190,36 @@ func TestDecodeSaturationNeedsABaseline(t *testing.T) {
 		t.Errorf("steps 3x the baseline's: not raised (%s)", why)
 	}
 }
+
+// An engine that adds its generated tokens to the counter only when a
+// request completes (llm-d-inference-sim), serving long answers: no
+// request completes in three cycles of four, yet every token is observed
+// in its inter-token histogram as it streams. It is not silent, and
+// nothing is raised; the same cycles with the histogram still would be
+// silent for 15 s (TestStalledEngineIsNotAQueue has the real stall).
+func TestTokensCountedAtCompletionAreNotSilence(t *testing.T) {
+	for _, streams := range []bool{true, false} {
+		d, e := New(settings()), newEngine()
+		run(d, e, 0, 60, func(int) { e.healthy() })
+		var longest float64
+		vs := run(d, e, 60, 40, func(i int) {
+			e.running, e.waiting = 40, 0
+			if streams {
+				observe(e.itl, 0.02, 2500)
+			}
+			if i%4 == 3 {
+				e.ctr[snapshot.GenerationTokens] += 4 * 2500
+				e.fin["stop"] += 40
+			}
+		})
+		for k, v := range vs {
+			longest = max(longest, v.Window.Silent.V)
+			if streams && len(v.Raised()) > 0 {
+				t.Fatalf("cycle %d: %v raised (%s)", k, v.Raised(), v.Modes[EngineStall].Evidence)
+			}
+		}
+		if want := map[bool]float64{true: 0, false: 15}[streams]; longest != want {
+			t.Errorf("streaming %v: longest silence %.0f s, want %.0f", streams, longest, want)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func newHealth(node string, logger *slog.Logger, now func() time.Time, empty tim
 		}),
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "goodput_exporter_kubernetes_invalid_pod_info",
-			Help: "1 for each pod annotated for scraping whose annotations cannot be used, with the reason (scrape, scheme, path, engine, model, port); at most 20 pods are named, goodput_exporter_kubernetes_invalid_pods counts them all.",
+			Help: "1 for each pod annotated for scraping whose annotations cannot be used, with the reason (scrape, scheme, path, engine, model, proxy, port); at most 20 pods are named, goodput_exporter_kubernetes_invalid_pods counts them all.",
 		}, []string{"namespace", "pod", "reason"}),
 	}
 	for _, r := range []string{"unreachable", "forbidden", "unauthorized", "timeout", "throttled", "expired", "other"} {

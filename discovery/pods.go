@@ -34,6 +34,9 @@ const (
 	// AnnotationModel is the model label for engines whose series carry
 	// none (llama.cpp).
 	AnnotationModel = "goodput-exporter.io/model"
+	// AnnotationProxy "true" says the pod's traffic goes through the
+	// measuring proxy sidecar (docs/proxy.md): its goodput is exact.
+	AnnotationProxy = "goodput-exporter.io/proxy"
 
 	// The common Prometheus annotations, read when the pod has no
 	// goodput-exporter.io/scrape annotation (unless switched off).
@@ -153,6 +156,14 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 	if !utf8.ValidString(model) || len(model) > maxModel {
 		return nil, invalid("model", fmt.Errorf("model annotation: want UTF-8 of at most %d bytes", maxModel))
 	}
+	proxied := false
+	switch v := get(AnnotationProxy, ""); v {
+	case "true":
+		proxied = true
+	case "", "false":
+	default:
+		return nil, invalid("proxy", fmt.Errorf("proxy annotation %q: want \"true\" or \"false\"", v))
+	}
 	eps, err := endpoints(pod, get(AnnotationPort, PromPort))
 	if err != nil {
 		return nil, invalid("port", err)
@@ -181,6 +192,7 @@ func (r *Rules) Targets(pod *corev1.Pod) ([]config.Target, error) {
 			Labels:    labels,
 			Namespace: pod.Namespace,
 			Pod:       pod.Name,
+			Proxied:   proxied,
 		})
 	}
 	return out, nil

@@ -104,6 +104,11 @@ func TestRulesTargets(t *testing.T) {
 		}()},
 		// Hostile or mistaken annotations: an error, no target.
 		{name: "scrape yes", pod: runningPod(map[string]string{AnnotationScrape: "yes"}), err: `scrape annotation "yes"`},
+		{name: "behind the measuring proxy",
+			pod:  runningPod(map[string]string{AnnotationScrape: "true", AnnotationProxy: "true"}),
+			want: with(func(t *config.Target) { t.Proxied = true })},
+		{name: "proxy false", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationProxy: "false"}), want: with(same)},
+		{name: "proxy yes", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationProxy: "yes"}), err: `proxy annotation "yes"`},
 		{name: "port 0", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationPort: "0"}), err: "out of range"},
 		{name: "port 70000", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationPort: "70000"}), err: "out of range"},
 		{name: "unknown port name", pod: runningPod(map[string]string{AnnotationScrape: "true", AnnotationPort: "grpc"}), err: "neither a number"},

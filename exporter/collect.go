@@ -40,6 +40,11 @@ func (t *target) emit(s collector.Sink) {
 		up = 1
 	}
 	s.Sample(t.descs.Up, prometheus.GaugeValue, up, collector.Labels(engine))
+	if st.snap != nil {
+		for i := range st.snap.Models {
+			s.Sample(t.descs.ModelInfo, prometheus.GaugeValue, 1, collector.Labels(engine, st.snap.Models[i].Name))
+		}
+	}
 	if st.up && st.snap != nil {
 		t.descs.Emit(s, st.snap)
 	}

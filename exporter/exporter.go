@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -57,6 +58,13 @@ type Options struct {
 	// BodyBudget bounds the bytes of engine bodies held at once over every
 	// target (fetch.Budget); 0 is fetch.DefaultBudget.
 	BodyBudget int64
+	// Hosts are the names, besides IP addresses, localhost and the
+	// machine's host name, that a Host header of POST /-/reload or
+	// /-/lever may carry (the hosts of the listen addresses and
+	// --web.allowed-host): other names are refused as DNS rebinding.
+	Hosts []string
+	// EnablePprof serves Go's net/http/pprof under /debug/pprof/.
+	EnablePprof bool
 }
 
 // Exporter owns the targets and the rendered exposition.
@@ -86,6 +94,7 @@ type Exporter struct {
 	self     *selfMetrics
 	render   *exposition.Renderer
 	extras   extras
+	hosts    []string // names a state-changing request's Host may carry
 }
 
 // New builds an exporter; Run starts it.
@@ -103,6 +112,10 @@ func New(opts Options) *Exporter {
 		budget:    fetch.NewBudget(opts.BodyBudget),
 		targets:   map[string]*target{},
 		reg:       prometheus.NewRegistry(),
+		hosts:     opts.Hosts,
+	}
+	if name, err := os.Hostname(); err == nil {
+		e.hosts = append(slices.Clip(e.hosts), name)
 	}
 	e.self = newSelfMetrics(e.reg)
 	e.reg.MustRegister(versioncollector.NewCollector("goodput_exporter"))

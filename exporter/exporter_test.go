@@ -240,6 +240,9 @@ func TestMetricsNeverWaitsOnAnEngine(t *testing.T) {
 
 func checkBrokenState(t *testing.T, hs *harness, mfs map[string]*dto.MetricFamily, reason string) {
 	t.Helper()
+	if v := value(mfs, "llm_model_info", map[string]string{"target": "bad"}); v != -1 {
+		t.Errorf("llm_model_info of a target never scraped = %v, want absent", v)
+	}
 	if v := value(mfs, "llm_up", map[string]string{"target": "bad"}); v != 0 {
 		t.Errorf("llm_up bad = %v", v)
 	}
@@ -294,10 +297,19 @@ func TestTargetDisappearsAndReturns(t *testing.T) {
 	mu.Lock()
 	gone = true
 	mu.Unlock()
-	hs.waitFor("down after several scrapes", func(m map[string]*dto.MetricFamily) bool {
+	mfs := hs.waitFor("down after several scrapes", func(m map[string]*dto.MetricFamily) bool {
 		return value(m, "llm_up", map[string]string{"target": "s"}) == 0 &&
 			value(m, "goodput_exporter_target_scrape_errors_total", map[string]string{"target": "s", "reason": "connect"}) >= 3
 	})
+	// Down, it still says which model it served (the capture's one), for
+	// LLMEngineDown to name; its engine series are gone.
+	info := map[string]string{"target": "s", "engine": "sglang", "model": "meta-llama/Llama-3.1-8B-Instruct"}
+	if v := value(mfs, "llm_model_info", info); v != 1 || len(mfs["llm_model_info"].GetMetric()) != 1 {
+		t.Errorf("down: llm_model_info%v = %v (%d series), want 1, one series", info, v, len(mfs["llm_model_info"].GetMetric()))
+	}
+	if v := value(mfs, "llm_requests_running", map[string]string{"target": "s"}); v != -1 {
+		t.Errorf("down: llm_requests_running = %v, want absent", v)
+	}
 	mu.Lock()
 	gone = false
 	mu.Unlock()

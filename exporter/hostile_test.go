@@ -129,3 +129,31 @@ func TestLongModelNamesAreShortened(t *testing.T) {
 		t.Errorf("no log line about the shortened values:\n%s", hs.log.String())
 	}
 }
+
+// Series left out of a body are counted by reason on every scrape: an
+// engine of five models on a target whose model_limit is 2 adds 3 to
+// model_limit a scrape, and the counter only grows.
+func TestSeriesLeftOutAreCounted(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	for i := range 5 {
+		fmt.Fprintf(&body, "vllm:num_requests_running{model_name=\"m%d\"} %d\n", i, i)
+	}
+	srv := serveBody(t, []byte(body.String()))
+	hs := startExporter(t, 100*time.Millisecond, 8*time.Second, config.Target{Name: "many", URL: srv.URL, Engine: "vllm", ModelLimit: 2})
+	left := func(m map[string]*dto.MetricFamily, reason string) float64 {
+		return value(m, "goodput_exporter_target_series_left_out_total", map[string]string{"target": "many", "reason": reason})
+	}
+	last := 0.0
+	for range 3 {
+		mfs := hs.waitFor("more left out", func(m map[string]*dto.MetricFamily) bool { return left(m, "model_limit") > last })
+		v := left(mfs, "model_limit")
+		if int(v)%3 != 0 || v <= last {
+			t.Fatalf("model_limit left out %v after %v: want a multiple of 3 (three models a scrape), growing", v, last)
+		}
+		if b, l := left(mfs, "state_budget"), left(mfs, "too_long"); b != 0 || l != 0 {
+			t.Errorf("state_budget %v, too_long %v: want 0", b, l)
+		}
+		last = v
+	}
+}

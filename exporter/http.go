@@ -3,6 +3,7 @@ package exporter
 import (
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 )
 
 // Handler serves /metrics (at telemetryPath), the status page at / with
@@ -18,7 +19,7 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 			http.Error(w, "Lifecycle API is not enabled.", http.StatusForbidden)
 			return
 		}
-		if why := crossOrigin(r); why != "" {
+		if why := e.refuseWrite(r); why != "" {
 			// A browser page elsewhere posting a simple request: CORS does
 			// not stop a text/plain POST from being sent, so refuse it here.
 			http.Error(w, "cross-site reload refused: "+why, http.StatusForbidden)
@@ -51,6 +52,14 @@ func (e *Exporter) Handler(telemetryPath string, load Loader) http.Handler {
 	mux.Handle("/static/", http.StripPrefix("/static/", http.FileServerFS(staticFS)))
 	if e.opts.Levers != nil {
 		mux.HandleFunc("/-/lever", e.leverHandler)
+	}
+	if e.opts.EnablePprof {
+		// Registered on this mux, not http.DefaultServeMux: off unless asked.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	return mux
 }

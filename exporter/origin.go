@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -58,4 +59,46 @@ func hostPort(h, scheme string) string {
 		port = "443"
 	}
 	return net.JoinHostPort(strings.Trim(h, "[]"), port)
+}
+
+// foreignHost says why a state-changing request must be refused for the
+// Host it names, or "" when that Host is one the daemon is known by. An
+// origin check alone compares the Origin with the request's own Host,
+// which a DNS-rebinding page controls: evil.example re-resolved to the
+// daemon's address sends Host and Origin both evil.example. A rebinding
+// page can only ever name a host by a DNS name, so an IP literal is
+// accepted, as are localhost names, the machine's host name and the names
+// in hosts (the host of each --web.listen-address, and --web.allowed-host);
+// any other name is refused, browser or not.
+func foreignHost(r *http.Request, hosts []string) string {
+	name := r.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.Trim(name, "[]"), ".")
+	if name == "" {
+		return "" // HTTP/1.0 without Host: no browser sends that
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return ""
+	}
+	lower := strings.ToLower(name)
+	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+		return ""
+	}
+	for _, h := range hosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), name) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("Host %q is not an address of this daemon (an IP address, localhost, its host name, a --web.listen-address host or a --web.allowed-host)", r.Host)
+}
+
+// refuseWrite says why a state-changing request is refused: for its Host
+// (DNS rebinding) or its origin (another site's page), or "".
+func (e *Exporter) refuseWrite(r *http.Request) string {
+	if why := foreignHost(r, e.hosts); why != "" {
+		return why
+	}
+	return crossOrigin(r)
 }

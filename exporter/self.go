@@ -25,9 +25,11 @@ type selfMetrics struct {
 	scrapeDuration  *prometheus.Desc
 	scrapeErrors    *prometheus.Desc
 	bodyBytes       *prometheus.Desc
+	implausible     *prometheus.Desc
 	discontinuities *prometheus.Desc
 	duplicates      *prometheus.Desc
 	shortened       *prometheus.Desc
+	leftOut         *prometheus.Desc
 
 	mu      sync.Mutex
 	targets map[string]*targetCounters
@@ -42,12 +44,15 @@ type targetCounters struct {
 	durationSet bool
 	body        float64
 	bodySet     bool
+	implaus     float64
+	implausSet  bool
 	errors      []float64          // by collector.ScrapeReasons
 	otherErrors map[string]float64 // a reason not in collector.ScrapeReasons
 	disc        []float64          // by goodput.DiscontinuityKinds
 	otherDisc   map[string]float64
 	dupes       float64
 	shortened   float64
+	leftOut     []float64 // by collector.LeftOutReasons
 }
 
 func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
@@ -56,7 +61,7 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			"Duration of the last scrape of an engine target: fetch, parse and normalize.",
 			[]string{"target"}, nil),
 		scrapeErrors: prometheus.NewDesc("goodput_exporter_target_scrape_errors_total",
-			"Failed scrapes of an engine target by reason: timeout, connect, http_status, body_too_large, redirect, read, parse, unknown_engine, multiple_engines (the URL answers from more than one engine process).",
+			"Failed scrapes of an engine target by reason: timeout, connect, http_status, body_too_large, redirect, read, parse, unknown_engine, multiple_engines (the URL answers from more than one engine process), wrong_engine (the body holds none of the configured engine's families but another engine's), no_families (none of the engine's families and no other engine's), self_scrape (the URL is a goodput-exporter's own /metrics).",
 			[]string{"target", "reason"}, nil),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "goodput_exporter_config_last_reload_successful",
@@ -78,11 +83,14 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			Name: "goodput_exporter_render_errors_total",
 			Help: "Renders of /metrics in which a collector reported an error; the rest of the exposition was still served.",
 		}),
+		implausible: prometheus.NewDesc("goodput_exporter_target_implausible_series",
+			"Engine series of a target whose increase in the last scrape was refused as implausible (more than the engine could have done in the interval, such as a rank reporting 1.7e308): nothing added for them. A target can be up (llm_up 1) with some of its series refused; 0 when none.",
+			[]string{"target"}, nil),
 		bodyBytes: prometheus.NewDesc("goodput_exporter_target_body_bytes",
 			"Size of the last (decompressed) /metrics body read from an engine target.",
 			[]string{"target"}, nil),
 		discontinuities: prometheus.NewDesc("goodput_exporter_series_discontinuities_total",
-			"Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down by less than half: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging), implausible (rose by more than the engine could have in the interval: nothing added).",
+			"Engine series the goodput layer did not simply continue, per model and series each time: reset (went down to at most half: counted as a fresh start), glitch (went down where no restart explains it, by less than half or by any amount under an unchanged process start time: nothing added), layout_change (a histogram's bucket bounds changed: its baseline starts again), layout_unstable (the bounds changed more than twice in ten scrapes: left out of SLO judging), implausible (rose by more than the engine could have in the interval: nothing added).",
 			[]string{"target", "reason"}, nil),
 		duplicates: prometheus.NewDesc("goodput_exporter_target_duplicate_samples_total",
 			"Samples of a series already read earlier in the same engine body; the first sample is kept, as Prometheus does.",
@@ -90,6 +98,9 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 		shortened: prometheus.NewDesc("goodput_exporter_target_shortened_label_values_total",
 			"Series of an engine body whose model name or finish reason was longer than 512 bytes and was shortened to its first bytes, an ellipsis and 16 hex digits of its SHA-256; counted on every scrape.",
 			[]string{"target"}, nil),
+		leftOut: prometheus.NewDesc("goodput_exporter_target_series_left_out_total",
+			"Series of an engine body left out unread, by reason: state_budget (the target's parse state is at its budget; the family is left out for the series' model), model_limit (a model past the target's model_limit), too_long (a series longer than 16 KiB); counted on every scrape.",
+			[]string{"target", "reason"}, nil),
 		targets: map[string]*targetCounters{},
 	}
 	reg.MustRegister(m.reloadOK, m.reloadTimestamp, m.renderDuration, m.renderErrors, m.targetsLeftOut)
@@ -105,8 +116,9 @@ func (m *selfMetrics) init(target string) *targetCounters {
 	c := m.targets[target]
 	if c == nil {
 		c = &targetCounters{
-			errors: make([]float64, len(collector.ScrapeReasons)),
-			disc:   make([]float64, len(goodput.DiscontinuityKinds)),
+			errors:  make([]float64, len(collector.ScrapeReasons)),
+			disc:    make([]float64, len(goodput.DiscontinuityKinds)),
+			leftOut: make([]float64, len(collector.LeftOutReasons)),
 		}
 		m.targets[target] = c
 	}
@@ -123,6 +135,14 @@ func (m *selfMetrics) forget(target string) {
 func (c *targetCounters) scraped(d float64) {
 	c.mu.Lock()
 	c.duration, c.durationSet = d, true
+	c.mu.Unlock()
+}
+
+// implausibleSeries sets the series refused as implausible in the last
+// successful scrape.
+func (c *targetCounters) implausibleSeries(n int) {
+	c.mu.Lock()
+	c.implaus, c.implausSet = float64(n), true
 	c.mu.Unlock()
 }
 
@@ -170,6 +190,15 @@ func (c *targetCounters) shortenedValues(n int) {
 	c.mu.Unlock()
 }
 
+// leftOutSeries adds a body's series left out, by reason.
+func (c *targetCounters) leftOutSeries(by map[string]int) {
+	c.mu.Lock()
+	for i, r := range collector.LeftOutReasons {
+		c.leftOut[i] += float64(by[r])
+	}
+	c.mu.Unlock()
+}
+
 // emit sends every target's own series to s (the series cache sorts them).
 func (m *selfMetrics) emit(s collector.Sink) {
 	m.mu.Lock()
@@ -181,6 +210,9 @@ func (m *selfMetrics) emit(s collector.Sink) {
 		}
 		if c.bodySet {
 			s.Sample(m.bodyBytes, prometheus.GaugeValue, c.body, collector.Labels(name))
+		}
+		if c.implausSet {
+			s.Sample(m.implausible, prometheus.GaugeValue, c.implaus, collector.Labels(name))
 		}
 		for i, r := range collector.ScrapeReasons {
 			s.Sample(m.scrapeErrors, prometheus.CounterValue, c.errors[i], collector.Labels(name, r))
@@ -196,6 +228,9 @@ func (m *selfMetrics) emit(s collector.Sink) {
 		}
 		s.Sample(m.duplicates, prometheus.CounterValue, c.dupes, collector.Labels(name))
 		s.Sample(m.shortened, prometheus.CounterValue, c.shortened, collector.Labels(name))
+		for i, r := range collector.LeftOutReasons {
+			s.Sample(m.leftOut, prometheus.CounterValue, c.leftOut[i], collector.Labels(name, r))
+		}
 		c.mu.Unlock()
 	}
 }

@@ -54,8 +54,13 @@ type statusPage struct {
 
 type statusTarget struct {
 	Name, URL, Engine, State, Age, Error string
-	FamilyErrors                         []string
-	Models                               []string
+	// Goodput says how the target's goodput is known: exact (request
+	// spans, from vLLM or the measuring proxy) or bounds (histograms).
+	Goodput      string
+	FamilyErrors []string
+	// Implausible are the series whose increase the last scrape refused.
+	Implausible []string
+	Models      []string
 	// Verdict is "pending", "warming up", "none" or the raised modes.
 	Verdict     string
 	Failing     bool
@@ -134,6 +139,7 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		s.Error = st.lastErr
 	}
 	s.FamilyErrors = st.familyErrs
+	s.Implausible = st.implausible
 	if st.snap != nil {
 		for _, m := range st.snap.Models {
 			s.Models = append(s.Models, m.Name)
@@ -145,6 +151,7 @@ func (t *target) status(now time.Time, levers LeverSwitch) statusTarget {
 		s.Failing = len(s.Raised) > 0
 	}
 	s.SLOs, s.Unmeasurable = t.sloStatus(st.engine)
+	s.Goodput = t.goodputSource()
 	if t.hist != nil {
 		pts := t.hist.Points()
 		span := history.Covered(pts, now)
@@ -266,6 +273,20 @@ func (t *target) sloStatus(engine snapshot.Engine) (slos []statusSLO, unmeasurab
 	return slos, unmeasurable
 }
 
+// goodputSource says whether the target's goodput is exact: request
+// spans are configured for it (traces:), it is behind the measuring proxy
+// (proxied:, or the goodput-exporter.io/proxy annotation), or spans have
+// come for it. Caller holds t.mu.
+func (t *target) goodputSource() string {
+	switch {
+	case t.cfg.Proxied:
+		return "exact: each request judged from the measuring proxy's spans (bound=\"exact\"); bounds too"
+	case t.cfg.Traces != nil, t.exact != nil && len(t.exact.Models()) > 0:
+		return "exact: each request judged from its request span (bound=\"exact\"); bounds too"
+	}
+	return "bounds: from the engine's histograms only; the measuring proxy makes it exact (docs/proxy.md)"
+}
+
 func fmtPercent(v float64) string {
 	return strconv.FormatFloat(math.Floor(v*1000)/10, 'f', 1, 64) + " %"
 }
@@ -300,7 +321,7 @@ func (e *Exporter) leverHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "use POST to switch a lever", http.StatusMethodNotAllowed)
 		return
 	}
-	if why := crossOrigin(r); why != "" {
+	if why := e.refuseWrite(r); why != "" {
 		http.Error(w, "cross-site lever switch refused: "+why, http.StatusForbidden)
 		return
 	}

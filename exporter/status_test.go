@@ -158,3 +158,32 @@ func getPage(t *testing.T, u string) string {
 	}
 	return string(b)
 }
+
+// The page says, per target, whether its goodput is exact or bounds: a
+// target behind the measuring proxy, or with request spans configured, is
+// exact; one with neither has the histogram bounds only.
+func TestStatusPageGoodputSource(t *testing.T) {
+	srv := serveBody(t, fixture(t, "vllm/v1-latest-from-source.prom"))
+	hs := startExporter(t, 50*time.Millisecond, 50*time.Millisecond,
+		config.Target{Name: "proxied", URL: srv.URL, Proxied: true},
+		config.Target{Name: "traced", URL: srv.URL, Traces: &config.Traces{ServiceName: "traced"}},
+		config.Target{Name: "plain", URL: srv.URL})
+	page := getPage(t, hs.web.URL+"/")
+	for name, want := range map[string]string{
+		"proxied": "exact: each request judged from the measuring proxy",
+		"traced":  "exact: each request judged from its request span",
+		"plain":   "bounds: from the engine&#39;s histograms only",
+	} {
+		i := strings.Index(page, `data-target="`+name+`"`)
+		if i < 0 {
+			t.Fatalf("no section for %s", name)
+		}
+		section := page[i:]
+		if j := strings.Index(section[1:], "<section"); j > 0 {
+			section = section[:j]
+		}
+		if !strings.Contains(section, want) {
+			t.Errorf("%s: the page does not say %q:\n%s", name, want, section)
+		}
+	}
+}

@@ -71,9 +71,12 @@ type targetState struct {
 	lastErr    string
 	lastScrape time.Time
 	familyErrs []string
-	familyKeys []string // which families failed, without their values: what logging compares
-	duplicates bool     // the last body repeated a series
-	shortened  bool     // the last body had label values shortened
+	// implausible are the series whose increase the last successful
+	// scrape refused as implausible ("model: series").
+	implausible []string
+	familyKeys  []string // which families failed, without their values: what logging compares
+	duplicates  bool     // the last body repeated a series
+	shortened   bool     // the last body had label values shortened
 }
 
 func newTarget(tc config.Target, timeout time.Duration, slos []goodput.SLO, e *Exporter) (*target, error) {
@@ -268,7 +271,8 @@ func (t *target) scrape(ctx context.Context) {
 		t.ctr.scrapeError(reason)
 	}
 	// A body was read (an empty one too) unless the fetch itself failed.
-	if err == nil || reason == collector.ReasonParse || reason == collector.ReasonUnknownEngine {
+	switch reason {
+	case "", collector.ReasonParse, collector.ReasonUnknownEngine, collector.ReasonWrongEngine, collector.ReasonNoFamilies, collector.ReasonSelfScrape:
 		t.ctr.bodySize(float64(res.Bytes))
 	}
 	if res.Detected != "" {
@@ -301,7 +305,8 @@ func (t *target) scrape(ctx context.Context) {
 		t.capacityObserve(prev.snap, snap)
 		t.noteBounds(snap)
 		t.notes.check(t.logger, t.tracker, snap, t.slos)
-		t.discontinuities()
+		st.implausible = t.discontinuities()
+		t.ctr.implausibleSeries(len(st.implausible))
 		if snap.Duplicates > 0 {
 			t.ctr.duplicated(snap.Duplicates)
 			if !prev.duplicates {
@@ -317,6 +322,9 @@ func (t *target) scrape(ctx context.Context) {
 			}
 		}
 		st.shortened = snap.Shortened > 0
+		if len(snap.LeftOut) > 0 {
+			t.ctr.leftOutSeries(snap.LeftOut) // each reason's error is logged as a family left out
+		}
 		t.diagnose(start, snap)
 		t.hist.Record(start, snap, t.tracker)
 	}
@@ -342,10 +350,16 @@ func (t *target) scrape(ctx context.Context) {
 
 // discontinuities counts the tracker's discontinuities of the last update
 // and logs each one that has not been seen in the last discQuiet updates.
-func (t *target) discontinuities() {
+// It returns the series refused as implausible, "model: series", for the
+// target's scrape to report beside llm_up.
+func (t *target) discontinuities() []string {
 	t.updates++
+	var implausible []string
 	for _, d := range t.tracker.Discontinuities() {
 		t.ctr.discontinuity(d.Kind)
+		if d.Kind == goodput.DiscontinuityImplausible {
+			implausible = append(implausible, d.Model+": "+d.Series)
+		}
 		key := d.Model + "\x00" + d.Series + "\x00" + d.Kind
 		last, seen := t.discSeen[key]
 		if t.discSeen == nil {
@@ -359,7 +373,7 @@ func (t *target) discontinuities() {
 		case goodput.DiscontinuityReset:
 			t.logger.Info("an engine series went down to at most half: counted as a fresh start of that series", "model", d.Model, "series", d.Series)
 		case goodput.DiscontinuityGlitch:
-			t.logger.Warn("an engine series went down by less than half, which no restart explains: nothing added for it this interval", "model", d.Model, "series", d.Series)
+			t.logger.Warn("an engine series went down with no restart to explain it (by less than half, or by any amount under an unchanged process start time): nothing added for it this interval", "model", d.Model, "series", d.Series)
 		case goodput.DiscontinuityLayoutChange:
 			t.logger.Warn("a histogram's bucket bounds changed: its baseline starts again", "model", d.Model, "series", d.Series)
 		case goodput.DiscontinuityLayoutUnstable:
@@ -373,6 +387,7 @@ func (t *target) discontinuities() {
 			}
 		}
 	}
+	return implausible
 }
 
 // familyErrors returns each error's key, naming its model and family so

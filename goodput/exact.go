@@ -33,6 +33,11 @@ type TracedRequest struct {
 	// Failed: the request ended in error (finish reason "error" or an
 	// error span status). Aborted: the client went away (reason "abort").
 	Failed, Aborted bool
+	// TokensEstimated: CompletionTokens is an estimate (a measuring
+	// proxy that saw no usage counted the content-bearing chunks), so the
+	// time per output token is not known and a tpot objective cannot judge
+	// the request (with two tokens or more).
+	TokensEstimated bool
 	// Sampled is set when the span came from a sampled stream (a sampling
 	// probability under one in its trace state): its counts describe a
 	// sample of the requests, not all of them.
@@ -41,11 +46,14 @@ type TracedRequest struct {
 
 // TPOT is the mean time per output token after the first: Decode/(n−1)
 // when the span carries the decode time, else (E2E − TTFT)/(n−1). ok is
-// false when neither can be formed. With fewer than two tokens there is no
-// time per output token to miss: 0, ok.
+// false when neither can be formed, or n is an estimate. With fewer than
+// two tokens there is no time per output token to miss: 0, ok.
 func (r *TracedRequest) TPOT() (float64, bool) {
 	if r.CompletionTokens < 2 {
 		return 0, true
+	}
+	if r.TokensEstimated {
+		return 0, false
 	}
 	n := r.CompletionTokens - 1
 	switch {

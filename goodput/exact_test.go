@@ -21,6 +21,9 @@ func TestTracedTPOT(t *testing.T) {
 		{TracedRequest{E2E: 3, TTFT: 0.5, HasTTFT: true, CompletionTokens: 51}, 0.05, true},
 		{TracedRequest{E2E: 3, CompletionTokens: 51}, 0, false},
 		{TracedRequest{E2E: 3, CompletionTokens: 1}, 0, true},
+		// An estimated count gives no TPOT to judge; one token has none.
+		{TracedRequest{E2E: 3, TTFT: 0.5, HasTTFT: true, CompletionTokens: 51, TokensEstimated: true}, 0, false},
+		{TracedRequest{E2E: 3, TTFT: 0.5, HasTTFT: true, CompletionTokens: 1, TokensEstimated: true}, 0, true},
 	} {
 		got, ok := c.r.TPOT()
 		if ok != c.ok || got != c.want {

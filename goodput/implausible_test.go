@@ -158,3 +158,40 @@ func TestTrackerNoResetMakesFallsGlitches(t *testing.T) {
 		}
 	}
 }
+
+// The interval floor (Limits.Interval): an increase is judged over at
+// least the scrape interval. A scrape retried 50 ms after the previous
+// one reads 40 more requests: over 50 ms that is 800 a second, over the
+// ceiling of 100; over the 5 s floor it is 8 a second, and counted. With
+// no floor (Interval 0) the same 40 are rejected as implausible.
+func TestTrackerIntervalFloor(t *testing.T) {
+	one := vllmLike("m").render(same(req{ttft: 0.1, tokens: 5}, 1))
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		floor  time.Duration
+		judged float64
+		kinds  int
+	}{{5 * time.Second, 40, 0}, {0, 0, 1}} {
+		tr := NewTracker("t", []SLO{ttftSLO("chat", 0.5)})
+		tr.SetLimits(Limits{RequestsPerSecond: 100, TokensPerSecond: 1e9, Interval: c.floor})
+		for i, st := range []struct {
+			k  float64
+			at time.Duration
+		}{{1000, 0}, {1040, 50 * time.Millisecond}} {
+			s := snap("t", scaled(one, st.k))
+			s.Time = t0.Add(st.at)
+			update(t, tr, s)
+			if i == 0 {
+				continue
+			}
+			checkCounts(t, "50 ms later", objective(t, tr, "m", "chat", KindTTFT).Total, Counts{Judged: c.judged, Good: c.judged})
+			kinds := map[string]bool{}
+			for _, d := range tr.Discontinuities() {
+				kinds[d.Kind] = true
+			}
+			if len(kinds) != c.kinds || c.kinds > 0 && !kinds[DiscontinuityImplausible] {
+				t.Errorf("floor %v: discontinuities %+v, want %d kind(s)", c.floor, tr.Discontinuities(), c.kinds)
+			}
+		}
+	}
+}

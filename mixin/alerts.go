@@ -279,8 +279,8 @@ func (c Config) modeInfo(mode string) modeText {
 	switch mode {
 	case "queue_growth":
 		return modeText{"Requests queue faster than the engine serves them",
-			"More requests arrive than the engine can run: the waiting queue grows while the running batch sits at its ceiling, with no KV pressure and no preemption. Time to first token grows with the queue.",
-			"(waiting queue growing while the running batch is at its ceiling, no KV pressure; once raised it holds while the queue stands and would not drain within a window)",
+			"More requests arrive than the engine can run: the waiting queue grows while the running batch sits at its ceiling, with no KV pressure and no preemption, or it has filled and stands (behind the clients' concurrency cap) at least a whole batch long with TTFT broken. Time to first token grows with the queue.",
+			"(waiting queue growing while the running batch is at its ceiling, no KV pressure, or standing at least a batch ceiling long with TTFT broken; once raised it holds while the queue stands and would not drain within a window)",
 			[]Query{{"Waiting and running requests", t("llm_requests_waiting") + "\n" + t("llm_requests_running")},
 				{"Queue time p99", p99("llm_request_queue_time_seconds")}},
 			[]string{"Scale out: add replicas of the model (past the knee, one replica cannot catch up).",
@@ -362,9 +362,16 @@ func (c Config) modeInfo(mode string) modeText {
 func (c Config) engineAlerts() []Rule {
 	up := c.sel("llm_up")
 	return []Rule{
-		c.alert("LLMEngineDown", up+" == 0", "2m", c.PageSeverity,
-			"Engine "+where+" is down.",
+		// One alert per model the target last served (llm_model_info,
+		// which the daemon keeps while the engine is down), so that the
+		// page names them; one without a model where none is known (a
+		// daemon that never scraped the engine). The route groups them by
+		// target: one notification.
+		c.alert("LLMEngineDown", fmt.Sprintf("%[1]s * on (%[2]s) group_left ()\n  (%[3]s == 0)\nor\n(%[3]s == 0) unless on (%[2]s) %[1]s",
+			c.sel("llm_model_info"), c.by("target"), up), "2m", c.PageSeverity,
+			"Engine "+where+" is down{{ with $labels.model }} (it served {{ . }}){{ end }}.",
 			"The daemon on {{ $labels.instance }} has failed every scrape of {{ $labels.target }} ({{ $labels.engine }}) for 2m: llm_up = 0. "+
+				"{{ with $labels.model }}It last served {{ . }} (llm_model_info). {{ else }}No model of it is known: the daemon has not scraped it since it started. {{ end }}"+
 				"goodput_exporter_target_scrape_errors_total{target=\"{{ $labels.target }}\"} says why (timeout, connect, http_status, …). "+
 				"While it is down no request is judged, so its SLO burn-rate alerts cannot see it.",
 			&Runbook{Meaning: "The engine's `/metrics` endpoint has not answered a scrape of the daemon on its node for 2 minutes. " +

@@ -61,6 +61,9 @@ func (c Config) Files() (map[string][]byte, error) {
 	if out[InhibitFile], err = c.inhibitSnippet(); err != nil {
 		return nil, err
 	}
+	if out[RouteFile], err = c.routeSnippet(); err != nil {
+		return nil, err
+	}
 	for _, g := range append(c.AlertGroups(), c.GlobalGroups()...) {
 		for _, r := range g.Rules {
 			if r.Alert != "" {

@@ -102,7 +102,45 @@ func (c Config) InhibitRules() []InhibitRule {
 			Target: []string{`alertname="LLMEngineNotServing"`},
 			Equal:  target,
 		},
-	}, c.globalInhibitRules()...)
+	}, append(c.burnInhibitRules(), c.globalInhibitRules()...)...)
+}
+
+// burnInhibitRules fold the burn-rate alerts of one objective into the
+// fastest that fires: each burn alert mutes the slower ones (longer
+// windows) of the same daemon, target, model, SLO and objective that are
+// no more severe than itself. Objectives are not folded into one another
+// here (TTFT and TPOT can break for different causes, and each says
+// which): the route (RouteFile) groups them, one notification per target
+// and SLO.
+func (c Config) burnInhibitRules() []InhibitRule {
+	rank := func(sev string) int {
+		if sev == c.PageSeverity {
+			return 1
+		}
+		return 0
+	}
+	equal := append(c.daemonLabels(), "target", "model", "slo", "objective")
+	var out []InhibitRule
+	for i, b := range c.BurnAlerts {
+		var slower []string
+		for _, o := range c.BurnAlerts[i+1:] {
+			if rank(o.Severity) <= rank(b.Severity) {
+				slower = append(slower, BurnAlertName(o))
+			}
+		}
+		if len(slower) == 0 {
+			continue
+		}
+		out = append(out, InhibitRule{
+			Why: fmt.Sprintf("%s, the %s window burning, mutes the slower burn alerts of the same objective (%s): "+
+				"they say the same thing later. Each pages or tickets on its own once the faster one resolves while the budget still burns.",
+				BurnAlertName(b), b.Long, strings.Join(slower, ", ")),
+			Source: []string{fmt.Sprintf("alertname=%q", BurnAlertName(b))},
+			Target: []string{alertNames(slower...)},
+			Equal:  equal,
+		})
+	}
+	return out
 }
 
 // inhibitSnippet renders InhibitFile.
@@ -111,7 +149,7 @@ func (c Config) inhibitSnippet() ([]byte, error) {
 	b.WriteString(header)
 	b.WriteString("# Alertmanager inhibit rules for the mixin's alerts: add them to the\n" +
 		"# inhibit_rules of alertmanager.yml (Alertmanager 0.22 or later).\n" +
-		"# docs/rules-and-dashboards.md, \"Inhibit rules\", says what each does and why.\n" +
+		"# docs/rules-and-dashboards.md, \"Routing and inhibit rules\", says what each does and why.\n" +
 		"inhibit_rules:\n")
 	for _, r := range c.InhibitRules() {
 		y, err := marshal([]InhibitRule{r})

@@ -31,15 +31,26 @@ func alertmanagerBin(t *testing.T, names ...string) string {
 	return ""
 }
 
-// amConfig is an Alertmanager configuration with the shipped inhibit
-// rules and one receiver.
+// amConfig is an Alertmanager configuration with the shipped route under
+// a top route that puts every other alert in a group of its own, the
+// shipped inhibit rules and one receiver.
 func amConfig(t *testing.T, dir string) string {
 	t.Helper()
 	snippet, err := Default().inhibitSnippet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := "route:\n  receiver: default\n  group_by: ['...']\nreceivers:\n  - name: default\n" + string(snippet)
+	route, err := Default().routeSnippet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(string(route), "\n"), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			routes.WriteString("  " + line + "\n")
+		}
+	}
+	cfg := "route:\n  receiver: default\n  group_by: ['...']\n" + routes.String() + "receivers:\n  - name: default\n" + string(snippet)
 	path := filepath.Join(dir, "alertmanager.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -107,6 +118,7 @@ func TestInhibitRulesInAlertmanager(t *testing.T) {
 		return l
 	}
 	burn := []string{"model", "m", "slo", "chat", "objective", "ttft"}
+	objective := func(o string) []string { return []string{"model", "m", "slo", "chat", "objective", o} }
 	cases := []struct {
 		labels    map[string]string
 		inhibited bool
@@ -130,9 +142,34 @@ func TestInhibitRulesInAlertmanager(t *testing.T) {
 		{alert("LLMErrorBudgetBurn6h", "critical", "b", "e0", burn...), true},
 		{alert("LLMPrefixCacheCollapse", "warning", "d", "e0", "mode", "prefix_cache_collapse"), false},
 		{alert("LLMErrorBudgetBurn1h", "critical", "d", "e0", burn...), false},
-		// A hung engine: LLMEngineStall mutes LLMEngineNotServing.
+		// A hung engine: LLMEngineStall mutes LLMEngineNotServing, of its
+		// own target only: another engine of the daemon that serves
+		// nothing is another page.
 		{alert("LLMEngineStall", "critical", "e", "e0", "mode", "engine_stall"), false},
 		{alert("LLMEngineNotServing", "critical", "e", "e0"), true},
+		{alert("LLMEngineNotServing", "critical", "e", "e1"), false},
+		// A critical failure mode mutes the burn pages of its own target
+		// only.
+		{alert("LLMQueueGrowth", "critical", "f", "e0", "mode", "queue_growth"), false},
+		{alert("LLMErrorBudgetBurn1h", "critical", "f", "e1", burn...), false},
+		// One overload on node g, e0, breaks the three objectives of one
+		// SLO over 1h and 6h (and TTFT over 1d): the 1h alerts mute the
+		// slower ones of their own objective; the three left are one
+		// group of the shipped route, one notification. The same
+		// objective on another engine of the daemon, e1, is its own page.
+		{alert("LLMErrorBudgetBurn1h", "critical", "g", "e0", objective("ttft")...), false},
+		{alert("LLMErrorBudgetBurn1h", "critical", "g", "e0", objective("tpot")...), false},
+		{alert("LLMErrorBudgetBurn1h", "critical", "g", "e0", objective("e2e")...), false},
+		{alert("LLMErrorBudgetBurn6h", "critical", "g", "e0", objective("ttft")...), true},
+		{alert("LLMErrorBudgetBurn6h", "critical", "g", "e0", objective("tpot")...), true},
+		{alert("LLMErrorBudgetBurn6h", "critical", "g", "e0", objective("e2e")...), true},
+		{alert("LLMErrorBudgetBurn1d", "warning", "g", "e0", objective("ttft")...), true},
+		{alert("LLMErrorBudgetBurn6h", "critical", "g", "e1", objective("ttft")...), false},
+		// A slower window never mutes a faster one, nor a ticket a page:
+		// on node h the 1d ticket is muted by the 6h page, not the other
+		// way round.
+		{alert("LLMErrorBudgetBurn6h", "critical", "h", "e0", objective("ttft")...), false},
+		{alert("LLMErrorBudgetBurn1d", "warning", "h", "e0", objective("ttft")...), true},
 	}
 	type postAlert struct {
 		Labels   map[string]string `json:"labels"`
@@ -207,5 +244,37 @@ func TestInhibitRulesInAlertmanager(t *testing.T) {
 	}
 	if pages != 1 {
 		t.Errorf("a killed engine notifies %d alerts, want 1", pages)
+	}
+	// Notifications are per group: on node g, e0, the overload is one.
+	var groups []struct {
+		Labels map[string]string
+		Alerts []struct {
+			Labels map[string]string
+			Status struct{ InhibitedBy []string }
+		}
+	}
+	resp, err = http.Get(base + "/api/v2/alerts/groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&groups)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	notified := map[string][]string{}
+	for _, g := range groups {
+		for _, a := range g.Alerts {
+			if len(a.Status.InhibitedBy) == 0 {
+				k := a.Labels["node"] + "/" + a.Labels["target"]
+				notified[k] = append(notified[k], key(g.Labels))
+				break
+			}
+		}
+	}
+	for k, want := range map[string]int{"g/e0": 1, "g/e1": 1, "a/e0": 1} {
+		if len(notified[k]) != want {
+			t.Errorf("%s: %d notifications (groups %v), want %d", k, len(notified[k]), notified[k], want)
+		}
 	}
 }

@@ -228,3 +228,50 @@ func TestImplausibleSpans(t *testing.T) {
 		}
 	}
 }
+
+// Spans whose times no request can have: unset (0, 1970), before 2000,
+// ending in year 2200 or more than a day ahead of the daemon's clock, and
+// ending before they start, are refused with their reason on both
+// transports; a sender's clock a few hours ahead, and a span of zero
+// length, still fold.
+func TestImpossibleSpanTimes(t *testing.T) {
+	now := time.Now()
+	at := func(t time.Time) pcommon.Timestamp { return pcommon.NewTimestampFromTime(t) }
+	for _, c := range []struct {
+		name       string
+		start, end pcommon.Timestamp
+		reason     string // "" when folded
+	}{
+		{"unset times", 0, 0, ReasonTimeBefore},
+		{"unset start", 0, at(now), ReasonTimeBefore},
+		{"1999", at(time.Date(1999, 12, 31, 23, 59, 0, 0, time.UTC)), at(time.Date(1999, 12, 31, 23, 59, 1, 0, time.UTC)), ReasonTimeBefore},
+		{"2000", at(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)), at(time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC)), ""},
+		{"year 2200", at(time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)), at(time.Date(2200, 1, 1, 0, 0, 1, 0, time.UTC)), ReasonTimeAhead},
+		{"ends 25 h ahead", at(now), at(now.Add(25 * time.Hour)), ReasonTimeAhead},
+		{"a clock 5 h ahead", at(now.Add(5 * time.Hour)), at(now.Add(5*time.Hour + time.Second)), ""},
+		{"end before start", at(now.Add(-time.Second)), at(now.Add(-2 * time.Second)), ReasonEndBeforeStart},
+		{"end at start", at(now.Add(-time.Second)), at(now.Add(-time.Second)), ""},
+	} {
+		for _, transport := range []string{TransportHTTP, TransportGRPC} {
+			s := &sink{}
+			r := New(Options{Sink: s})
+			td := traces("vllm", good("m"))
+			sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+			sp.SetStartTimestamp(c.start)
+			sp.SetEndTimestamp(c.end)
+			resp := receivers(t, r)[transport](td)
+			if c.reason == "" {
+				if len(s.reqs) != 1 || resp.PartialSuccess().RejectedSpans() != 0 {
+					t.Errorf("%s over %s: folded %d, rejected %d; want it folded", c.name, transport, len(s.reqs), resp.PartialSuccess().RejectedSpans())
+				}
+				continue
+			}
+			if len(s.reqs) != 0 || r.Implausible(c.reason) != 1 || r.Spans(ResultImplausible) != 1 {
+				t.Errorf("%s over %s: folded %d, %s %d, implausible %d; want refused as %s", c.name, transport, len(s.reqs), c.reason, r.Implausible(c.reason), r.Spans(ResultImplausible), c.reason)
+			}
+			if ps := resp.PartialSuccess(); ps.RejectedSpans() != 1 || !strings.Contains(ps.ErrorMessage(), ResultImplausible) {
+				t.Errorf("%s over %s: the sender was told %d rejected, %q", c.name, transport, ps.RejectedSpans(), ps.ErrorMessage())
+			}
+		}
+	}
+}

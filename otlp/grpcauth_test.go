@@ -87,6 +87,8 @@ func TestOTLPGRPCWebConfig(t *testing.T) {
 	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	sp.SetTraceID(pcommon.TraceID{1})
 	sp.SetSpanID(pcommon.SpanID{1})
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(-2 * time.Second)))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(-time.Second)))
 	sp.Attributes().PutDouble(otlp.AttrE2E, 1)
 	sp.Attributes().PutInt(otlp.AttrCompletionTokens, 3)
 	export := func(auth string) error {

@@ -1,15 +1,8 @@
 package otlp
 
 import (
-	"context"
 	"sync"
 	"time"
-
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Defaults of the in-flight caps. An export request's body, its decoded
@@ -77,28 +70,5 @@ func (l *inflight) now() (int, int64) {
 
 // exportMethod is the one gRPC method the receiver serves.
 const exportMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-
-// tap admits a gRPC export before its message is read: gRPC reads a whole
-// message into memory before any handler or interceptor runs, so the cap
-// has to be taken here, from the headers alone. The message's size is not
-// known yet, so each one is charged the largest it may be. The charge is
-// given back when the stream's context ends, which gRPC does for every
-// stream however it ends.
-func (r *Receiver) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if info.FullMethodName != exportMethod {
-		return ctx, nil
-	}
-	n := r.opts.MaxRequestSize
-	if !r.limit.acquire(n) {
-		r.reject(TransportGRPC, RejectInflight)
-		st, err := status.New(codes.ResourceExhausted, overloaded).WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
-		if err != nil {
-			return nil, status.Error(codes.ResourceExhausted, overloaded)
-		}
-		return nil, st.Err()
-	}
-	context.AfterFunc(ctx, func() { r.limit.release(n) })
-	return ctx, nil
-}
 
 const overloaded = "too many OTLP exports in flight (--otlp.max-inflight-requests, --otlp.max-inflight-bytes); retry later"

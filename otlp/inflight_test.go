@@ -270,14 +270,16 @@ func doBody(t *testing.T, req *http.Request) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// 64 gRPC senders of 4,000,000-byte exports at once, against a target
-// that holds each Fold: each message is charged the 4 MiB it may be, so 4
-// are admitted (4 × 4 MiB = the default 16 MiB) and 60 are refused with
-// RESOURCE_EXHAUSTED and a RetryInfo, before their messages are read.
-// After the 4 are released every charge is given back, also for streams
-// that ended in an error.
+// 64 gRPC senders of 4,000,000-byte exports at once, over 64
+// connections (a connection carries one stream at a time), against a target
+// that holds each Fold: a stream takes a request slot at its headers and
+// its message's bytes once read, so 4 are admitted (4 × 4,000,000 bytes
+// within the default 16 MiB) and 60 are refused with RESOURCE_EXHAUSTED
+// and a RetryInfo, at their headers (past 8 slots) or once their message
+// is read. After the 4 are released every charge is given back, also for
+// streams that ended in an error.
 func TestConcurrentGRPCExportsAreCapped(t *testing.T) {
-	const senders = 64
+	const senders, conns = 64, 64
 	sink := &heldSink{release: make(chan struct{})}
 	r := New(Options{Sink: sink})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -288,19 +290,23 @@ func TestConcurrentGRPCExportsAreCapped(t *testing.T) {
 	r.RegisterGRPC(gs)
 	go gs.Serve(l)
 	defer gs.Stop()
-	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
+	var clients []ptraceotlp.GRPCClient
+	for range conns {
+		cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		clients = append(clients, ptraceotlp.NewGRPCClient(cc))
 	}
-	defer cc.Close()
-	client := ptraceotlp.NewGRPCClient(cc)
+	client := clients[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	errs := make(chan error, senders)
-	for range senders {
+	for i := range senders {
 		req := bigTraces(4_000_000) // spans of its own, the padding shared
 		go func() {
-			_, err := client.Export(ctx, req)
+			_, err := clients[i%conns].Export(ctx, req)
 			errs <- err
 		}()
 	}
@@ -326,8 +332,8 @@ func TestConcurrentGRPCExportsAreCapped(t *testing.T) {
 			t.Fatalf("%d refused before the deadline", exhausted)
 		}
 	}
-	if reqs, bytes := r.Inflight(); reqs != 4 || bytes != 4*DefaultMaxRequestSize {
-		t.Errorf("in flight: %d requests, %d bytes; want 4 and 16 MiB", reqs, bytes)
+	if reqs, bytes := r.Inflight(); reqs != 4 || bytes != 4*4_000_000 {
+		t.Errorf("in flight: %d requests, %d bytes; want 4 and 4 × 4,000,000", reqs, bytes)
 	}
 	close(sink.release)
 	for range 4 {

@@ -79,7 +79,7 @@ func (ls *Listeners) Serve(ctx context.Context, recv *Receiver, webConfig string
 		gs := grpc.NewServer(append(recv.GRPCServerOptions(), sec...)...)
 		recv.RegisterGRPC(gs)
 		go func() {
-			if err := gs.Serve(ls.grpc); err != nil {
+			if err := gs.Serve(recv.GuardListener(ls.grpc)); err != nil {
 				logger.Error("OTLP gRPC receiver stopped", "err", err)
 			}
 		}()

@@ -29,7 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // engines may compress their exports
 	"google.golang.org/grpc/peer"
@@ -74,9 +73,10 @@ type Options struct {
 	// decompression; 0 means DefaultMaxRequestSize.
 	MaxRequestSize int64
 	// MaxInflightRequests and MaxInflightBytes cap the export requests
-	// being served at once and the bytes they hold (an HTTP body as read;
-	// a gRPC message at MaxRequestSize, its size unknown before it is
-	// read); 0 means the defaults.
+	// being served at once and the bytes they hold, for each transport
+	// apart (an HTTP body as read; a gRPC message once gRPC has read it,
+	// its stream holding a request slot from its headers); 0 means the
+	// defaults.
 	MaxInflightRequests int
 	MaxInflightBytes    int64
 	// DedupWindow and DedupSpans bound the duplicate filter: a copy of a
@@ -109,13 +109,16 @@ var rejectReasons = []string{RejectTooLarge, RejectMalformed, RejectMedia, Rejec
 type Receiver struct {
 	opts        Options
 	spans       [9]atomic.Uint64 // by index in Results
-	implausible [4]atomic.Uint64 // by index in Reasons
+	implausible [7]atomic.Uint64 // by index in Reasons
 	rejected    sync.Map         // transport+"\x00"+reason -> *atomic.Uint64
 	batches     sync.Pool
 	dedup       *dedup
-	limit       inflight
+	// The transports' budgets are apart, so that neither can starve the
+	// other: a flood of gRPC streams leaves HTTP exports their own.
+	httpLimit, grpcLimit inflight
+	guard                resetGuard
 
-	spansDesc, rejectedDesc, implausibleDesc, inflightReqDesc, inflightBytesDesc, dedupDesc *prometheus.Desc
+	spansDesc, rejectedDesc, implausibleDesc, inflightReqDesc, inflightBytesDesc, dedupDesc, resetFloodDesc *prometheus.Desc
 }
 
 // New returns a receiver.
@@ -135,11 +138,12 @@ func New(o Options) *Receiver {
 	if o.MaxCompletionTokens <= 0 {
 		o.MaxCompletionTokens = DefaultMaxCompletionTokens
 	}
-	return &Receiver{
-		opts:    o,
-		dedup:   newDedup(o.DedupWindow, o.DedupSpans),
-		limit:   inflight{maxReqs: o.MaxInflightRequests, maxBytes: o.MaxInflightBytes},
-		batches: sync.Pool{New: func() any { s := make([]goodput.TracedRequest, 0, 64); return &s }},
+	r := &Receiver{
+		opts:      o,
+		dedup:     newDedup(o.DedupWindow, o.DedupSpans),
+		httpLimit: inflight{maxReqs: o.MaxInflightRequests, maxBytes: o.MaxInflightBytes},
+		grpcLimit: inflight{maxReqs: grpcSlots(o.MaxInflightRequests, o.MaxInflightBytes, o.MaxRequestSize), maxBytes: o.MaxInflightBytes},
+		batches:   sync.Pool{New: func() any { s := make([]goodput.TracedRequest, 0, 64); return &s }},
 		spansDesc: prometheus.NewDesc("goodput_exporter_otlp_spans_total",
 			"Spans received over OTLP, by outcome: folded into a target's exact goodput, not_request (another span of the trace), malformed (a request span with a missing or impossible value, or without trace and span ids), implausible (a value no request can have: the reason in goodput_exporter_otlp_implausible_spans_total), duplicate (a copy of a span read in the last --otlp.dedup-window, delivered again: counted once), unmatched or ambiguous (no target, or several, match its resource and sender), no_model (neither the span nor the target names the model), model_limit (a new model past the target's model_limit, or past the few slots for models its engine has not shown).",
 			[]string{"result"}, nil),
@@ -147,15 +151,19 @@ func New(o Options) *Receiver {
 			"Whole OTLP export requests refused before any span was read: too_large (over --otlp.max-request-size), malformed (not a trace export in the declared encoding), unsupported_media_type, method_not_allowed, over_inflight_limit (past --otlp.max-inflight-requests or --otlp.max-inflight-bytes: HTTP 429, gRPC RESOURCE_EXHAUSTED, the sender retries).",
 			[]string{"transport", "reason"}, nil),
 		implausibleDesc: prometheus.NewDesc("goodput_exporter_otlp_implausible_spans_total",
-			"Request spans refused because a value cannot be true, by reason: completion_tokens_over_max_tokens (more than the request's gen_ai.request.max_tokens times its sequences), completion_tokens_over_ceiling (over --otlp.max-completion-tokens), latency_over_a_day, model_name_too_long (over 256 bytes).",
+			"Request spans refused because a value cannot be true, by reason: completion_tokens_over_max_tokens (more than the request's gen_ai.request.max_tokens times its sequences), completion_tokens_over_ceiling (over --otlp.max-completion-tokens), latency_over_a_day, model_name_too_long (over 256 bytes), time_before_2000 (a start time before 2000, or unset), time_over_a_day_ahead (an end more than a day after the daemon's clock), end_before_start.",
 			[]string{"reason"}, nil),
 		inflightReqDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_requests",
-			"OTLP export requests being served now (at most --otlp.max-inflight-requests).", nil, nil),
+			"OTLP export requests being served now, by transport (at most --otlp.max-inflight-requests each; a gRPC stream from before its message is read).", []string{"transport"}, nil),
 		inflightBytesDesc: prometheus.NewDesc("goodput_exporter_otlp_inflight_bytes",
-			"Bytes the OTLP export requests being served hold now, as charged against --otlp.max-inflight-bytes (an HTTP body as read, a gRPC message at --otlp.max-request-size).", nil, nil),
+			"Bytes the OTLP export requests being served hold now, by transport, as charged against --otlp.max-inflight-bytes (each transport its own): an HTTP body as read, a gRPC message once gRPC has read it.", []string{"transport"}, nil),
+		resetFloodDesc: prometheus.NewDesc("goodput_exporter_otlp_grpc_reset_flood_connections_total",
+			"gRPC connections the OTLP receiver closed because their client cancelled more than 100 streams in one second (HTTP/2 rapid reset).", nil, nil),
 		dedupDesc: prometheus.NewDesc("goodput_exporter_otlp_dedup_spans",
 			"Spans the duplicate filter remembers now (at most --otlp.dedup-max-spans, 8-byte hashes).", nil, nil),
 	}
+	r.guard.conns = map[string]*guardedConn{}
+	return r
 }
 
 // Outcome counts what became of the spans of one export request.
@@ -196,6 +204,7 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 			}
 		}
 	}
+	now := time.Now()
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -216,7 +225,7 @@ func (r *Receiver) Consume(peerAddr netip.Addr, td ptrace.Traces) Outcome {
 					notReq++
 					continue
 				}
-				if why := implausible(span, &req, r.opts.MaxCompletionTokens); why != "" {
+				if why := implausible(span, &req, r.opts.MaxCompletionTokens, now); why != "" {
 					implaus++
 					r.implausible[slices.Index(Reasons, why)].Add(1)
 					continue
@@ -311,13 +320,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.ContentLength >= 0 && req.Header.Get("Content-Encoding") == "" {
 		charge = min(req.ContentLength, r.opts.MaxRequestSize) + 1
 	}
-	if !r.limit.acquire(charge) {
+	if !r.httpLimit.acquire(charge) {
 		r.reject(TransportHTTP, RejectInflight)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 		httpErrorCode(w, ct, http.StatusTooManyRequests, codes.ResourceExhausted, overloaded)
 		return
 	}
-	defer func() { r.limit.release(charge) }()
+	defer func() { r.httpLimit.release(charge) }()
 	body, status, err := r.readBody(w, req, &charge)
 	if err != nil {
 		reason := RejectMalformed
@@ -425,7 +434,7 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, charge *in
 				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request over %d bytes decompressed (--otlp.max-request-size)", limit)
 			}
 			next := min(max(2*int64(cap(buf)), firstRead), limit+1)
-			if !r.limit.grow(next - *charge) {
+			if !r.httpLimit.grow(next - *charge) {
 				return nil, http.StatusTooManyRequests, errors.New(overloaded)
 			}
 			*charge = next
@@ -457,31 +466,13 @@ func statusOf(err error) int {
 	return http.StatusBadRequest
 }
 
-// GRPCServerOptions are the options the gRPC server must be built with:
-// the message cap (the library refuses larger ones with ResourceExhausted
-// before the receiver sees them).
-func (r *Receiver) GRPCServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(r.opts.MaxRequestSize)), grpc.InTapHandle(r.tap)}
-}
-
-// RegisterGRPC registers the OTLP trace service on s.
-func (r *Receiver) RegisterGRPC(s *grpc.Server) {
-	ptraceotlp.RegisterGRPCServer(s, &grpcServer{r: r})
-}
-
-type grpcServer struct {
-	ptraceotlp.UnimplementedGRPCServer
-	r *Receiver
-}
-
-func (g *grpcServer) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
-	var addr netip.Addr
+func peerOf(ctx context.Context) netip.Addr {
 	if p, ok := peer.FromContext(ctx); ok {
 		if ta, ok := p.Addr.(*net.TCPAddr); ok {
-			addr = ta.AddrPort().Addr()
+			return ta.AddrPort().Addr()
 		}
 	}
-	return response(g.r.Consume(addr, req.Traces())), nil
+	return netip.Addr{}
 }
 
 // Describe implements prometheus.Collector.
@@ -492,6 +483,7 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	ch <- r.inflightReqDesc
 	ch <- r.inflightBytesDesc
 	ch <- r.dedupDesc
+	ch <- r.resetFloodDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -505,14 +497,22 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	for _, why := range rejectReasons {
 		ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(r.Rejected(TransportHTTP, why)), TransportHTTP, why)
 	}
-	ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(r.Rejected(TransportGRPC, RejectInflight)), TransportGRPC, RejectInflight)
+	for _, why := range []string{RejectMalformed, RejectInflight} {
+		ch <- prometheus.MustNewConstMetric(r.rejectedDesc, prometheus.CounterValue, float64(r.Rejected(TransportGRPC, why)), TransportGRPC, why)
+	}
 	for i, why := range Reasons {
 		ch <- prometheus.MustNewConstMetric(r.implausibleDesc, prometheus.CounterValue, float64(r.implausible[i].Load()), why)
 	}
-	reqs, bytes := r.limit.now()
-	ch <- prometheus.MustNewConstMetric(r.inflightReqDesc, prometheus.GaugeValue, float64(reqs))
-	ch <- prometheus.MustNewConstMetric(r.inflightBytesDesc, prometheus.GaugeValue, float64(bytes))
+	for _, t := range []struct {
+		name string
+		l    *inflight
+	}{{TransportHTTP, &r.httpLimit}, {TransportGRPC, &r.grpcLimit}} {
+		reqs, bytes := t.l.now()
+		ch <- prometheus.MustNewConstMetric(r.inflightReqDesc, prometheus.GaugeValue, float64(reqs), t.name)
+		ch <- prometheus.MustNewConstMetric(r.inflightBytesDesc, prometheus.GaugeValue, float64(bytes), t.name)
+	}
 	ch <- prometheus.MustNewConstMetric(r.dedupDesc, prometheus.GaugeValue, float64(r.dedup.size()))
+	ch <- prometheus.MustNewConstMetric(r.resetFloodDesc, prometheus.CounterValue, float64(r.guard.closed.Load()))
 }
 
 // Rejected returns the count of whole requests refused for a reason.
@@ -531,8 +531,22 @@ func (r *Receiver) Implausible(reason string) uint64 {
 	return 0
 }
 
-// Inflight returns the requests and bytes in flight now.
-func (r *Receiver) Inflight() (int, int64) { return r.limit.now() }
+// ResetFloodClosed returns the gRPC connections closed for resetting too
+// fast.
+func (r *Receiver) ResetFloodClosed() uint64 { return r.guard.closed.Load() }
+
+// GuardListener wraps the gRPC server's listener so that a connection
+// whose client cancels more than MaxResetsPerSecond streams a second is
+// closed.
+func (r *Receiver) GuardListener(l net.Listener) net.Listener { return guardListener{l, &r.guard} }
+
+// Inflight returns the requests and bytes in flight now, over both
+// transports.
+func (r *Receiver) Inflight() (int, int64) {
+	hr, hb := r.httpLimit.now()
+	gr, gb := r.grpcLimit.now()
+	return hr + gr, hb + gb
+}
 
 // Spans returns the count of spans with the given outcome (tests).
 func (r *Receiver) Spans(result string) uint64 {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -81,11 +82,20 @@ func traces(service string, spans ...map[string]any) ptrace.Traces {
 		tid, sid := ids()
 		sp.SetTraceID(tid)
 		sp.SetSpanID(sid)
+		setTimes(sp)
 		if err := sp.Attributes().FromRaw(attrs); err != nil {
 			panic(err)
 		}
 	}
 	return td
+}
+
+// setTimes gives a span the times of a request that ended just now, as
+// an engine's exporter does (the receiver refuses unset ones).
+func setTimes(sp ptrace.Span) {
+	end := time.Now().Add(-time.Second)
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-1500 * time.Millisecond)))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
 }
 
 func good(model string) map[string]any {
@@ -123,6 +133,8 @@ func TestRequestDecoding(t *testing.T) {
 		{"finish reasons not JSON", with(AttrFinishReasons, "[stop"), ResultMalformed},
 		{"finish reasons as a number", with(AttrFinishReasons, int64(1)), ResultMalformed},
 		{"no queue: folded, judged where it can be", with(AttrQueue, nil), ResultFolded},
+		{"estimated tokens", with(AttrUsageEstimated, true), ResultFolded},
+		{"estimated tokens not a bool", with(AttrUsageEstimated, "true"), ResultMalformed},
 	} {
 		td := traces("vllm", c.attrs)
 		_, got := Request(td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))

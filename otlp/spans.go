@@ -52,6 +52,11 @@ const (
 	AttrN                = "gen_ai.request.n"
 	AttrNumSequences     = "gen_ai.usage.num_sequences"
 
+	// AttrUsageEstimated, set true by the measuring proxy (package proxy),
+	// says gen_ai.usage.completion_tokens is an estimate: no usage came
+	// with the response. Such a request is not judged against tpot.
+	AttrUsageEstimated = "goodput_exporter.usage.estimated"
+
 	// Resource attributes a target can be matched by.
 	ResService   = "service.name"
 	ResPod       = "k8s.pod.name"
@@ -111,6 +116,12 @@ func Request(span ptrace.Span) (r goodput.TracedRequest, result string) {
 			return r, ResultMalformed
 		}
 		r.Model = v.Str()
+	}
+	if v, has := attrs.Get(AttrUsageEstimated); has {
+		if v.Type() != pcommon.ValueTypeBool {
+			return r, ResultMalformed
+		}
+		r.TokensEstimated = v.Bool()
 	}
 	if v, has := attrs.Get(AttrFinishReasons); has {
 		reasons, ok := finishReasons(v)

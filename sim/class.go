@@ -142,6 +142,9 @@ func (e *Engine) arrive(cs *classState, session int) {
 	if limit := cmp.Or(spec.ClientTimeout, e.cfg.Workload.ClientTimeout); limit > 0 {
 		r.deadline = e.now + limit
 	}
+	if c := e.cfg.Workload.MaxInFlight; c > 0 && session < 0 && len(e.running)+e.waiting.len() >= c {
+		return // the client holds it back; its random draws are made all the same
+	}
 	e.c.Arrived++
 	e.waiting.pushBack(r)
 }

@@ -78,6 +78,11 @@ type EngineSpec struct {
 	// then also exposes the per-request prompt and generation token
 	// histograms (off by default, as in SGLang). vLLM always has them.
 	TokenHistograms bool
+	// LoadSlowdown stretches each step with the batch, as
+	// llm-d-inference-sim's --time-factor-under-load does: a step of n
+	// sequences takes 1 + (LoadSlowdown−1)(n−1)/(MaxNumSeqs−1) times the
+	// roofline's time, LoadSlowdown times at a full batch. 0 or 1: none.
+	LoadSlowdown float64
 }
 
 // TruthOptions bounds and exports the ground-truth records.
@@ -184,6 +189,7 @@ func (c *Config) Validate() error {
 	check(e.MaxNumBatchedTokens >= e.MaxNumSeqs, "engine: max num batched tokens %d must be >= max num seqs %d", e.MaxNumBatchedTokens, e.MaxNumSeqs)
 	check(e.BlockSize > 0 && e.NumBlocks > 0, "engine: block size and block count must be positive")
 	check(e.Watermark >= 0 && e.Watermark < 1, "engine: watermark must be in [0,1)")
+	check(e.LoadSlowdown == 0 || e.LoadSlowdown >= 1, "engine: load slowdown %g must be 0 (none) or at least 1", e.LoadSlowdown)
 	if err := c.Workload.validate(); err != nil {
 		errs = append(errs, err)
 	}

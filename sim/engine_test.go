@@ -234,3 +234,59 @@ func TestMaxTokensEndsWithLength(t *testing.T) {
 		t.Fatalf("%d stopped, %d hit max_tokens; want both", stop, length)
 	}
 }
+
+// Behind a client's cap of 50 in flight a surge fills the queue and the
+// queue stands: running plus waiting never exceeds 50, reaches it, and
+// arrivals beyond it are not sent (the engine counts fewer than offered).
+func TestMaxInFlight(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Engine.MaxNumSeqs = 10
+	cfg.Workload.ClientTimeout = 0
+	cfg.Workload.MaxInFlight = 50
+	e := mustNew(t, cfg)
+	most := 0
+	for at := time.Second; at <= time.Minute; at += time.Second {
+		e.AdvanceTo(at)
+		n := len(e.running) + e.waiting.len()
+		if n > 50 {
+			t.Fatalf("at %v: %d in flight, over the cap of 50", at, n)
+		}
+		most = max(most, n)
+	}
+	// 10 req/s offered for a minute: about 600 arrivals, far more than
+	// 10 running at a time serve.
+	if most != 50 || e.c.Arrived >= 500 {
+		t.Fatalf("at most %d in flight, %d sent: want the cap reached and arrivals held back", most, e.c.Arrived)
+	}
+}
+
+// LoadSlowdown 3 with max_num_seqs 10: a step of 10 sequences takes 3
+// times the roofline's time, one of 1 sequence 1 times, one of 4
+// sequences 1 + 2·3/9 = 1.667 times.
+func TestLoadSlowdown(t *testing.T) {
+	e := &EngineSpec{MaxNumSeqs: 10, LoadSlowdown: 3}
+	for _, c := range []struct {
+		n    int
+		want float64
+	}{{1, 1}, {4, 1 + 2*3.0/9}, {10, 3}, {12, 3}} {
+		if got := loadStretch(e, c.n); got < c.want-1e-12 || got > c.want+1e-12 {
+			t.Errorf("%d sequences: stretch %v, want %v", c.n, got, c.want)
+		}
+	}
+	// Measured on the engine: the same requests, with and without it.
+	cfg := DefaultConfig()
+	cfg.Engine.MaxNumSeqs = 10
+	plain := mustNew(t, cfg)
+	cfg.Engine.LoadSlowdown = 3
+	slow := mustNew(t, cfg)
+	plain.AdvanceTo(30 * time.Second)
+	slow.AdvanceTo(30 * time.Second)
+	p, s := plain.State().Counters.GenerationTokens, slow.State().Counters.GenerationTokens
+	if !(s < p) {
+		t.Errorf("generated %v tokens with the slowdown, %v without: want fewer", s, p)
+	}
+	cfg.Engine.LoadSlowdown = 0.5
+	if _, err := New(cfg); err == nil {
+		t.Error("a load slowdown of 0.5 was accepted")
+	}
+}

@@ -23,7 +23,7 @@ func (e *Engine) startStep() {
 	// never fully idle while kernels are queued.
 	activity := min(1, 0.15+0.55*tensor+0.30*dram)
 	f, power, reasons := e.gpu.clocks(activity)
-	dur := time.Duration(float64(busy)/f + 0.5)
+	dur := time.Duration(float64(busy)/f*loadStretch(&e.cfg.Engine, len(e.plan.items)) + 0.5)
 	e.gpu.set(gpuSegment{
 		powerW: power, busy: true, tensor: tensor, dram: dram,
 		clockMHz: roundClock(e.cfg.GPU.MaxSMClockMHz * f), reasons: reasons,
@@ -33,6 +33,15 @@ func (e *Engine) startStep() {
 		Start: e.now, Duration: dur, Seqs: len(e.plan.items),
 		PrefillTokens: e.plan.prefillTokens, DecodeTokens: e.plan.decodeTokens, ClockFactor: f,
 	}
+}
+
+// loadStretch is EngineSpec.LoadSlowdown's factor for a step of n
+// sequences.
+func loadStretch(e *EngineSpec, n int) float64 {
+	if e.LoadSlowdown <= 1 || e.MaxNumSeqs <= 1 || n <= 1 {
+		return 1
+	}
+	return 1 + (e.LoadSlowdown-1)*float64(min(n, e.MaxNumSeqs)-1)/float64(e.MaxNumSeqs-1)
 }
 
 // roundClock snaps to the 15 MHz steps NVIDIA GPUs clock in.

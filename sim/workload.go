@@ -58,6 +58,11 @@ type Workload struct {
 	// ClientTimeout aborts a request whose client has waited this long
 	// (the engine sees a disconnect). 0 disables it.
 	ClientTimeout time.Duration
+	// MaxInFlight caps the requests the open-loop clients hold in the
+	// engine at once (a load generator's or gateway's concurrency
+	// limit): an arrival while that many wait or run is not sent. 0: no
+	// cap. Behind a cap an overload's queue fills and then stands.
+	MaxInFlight int
 }
 
 // ChatClass is the name of the default interactive traffic class.
@@ -125,6 +130,9 @@ func (w *Workload) validate() error {
 				errs = append(errs, fmt.Errorf("workload: %w", e))
 			}
 		}
+	}
+	if w.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("workload: max in flight %d must not be negative", w.MaxInFlight))
 	}
 	return errors.Join(errs...)
 }

@@ -198,6 +198,9 @@ type Snapshot struct {
 	// ShortenedValue is the first such value, as shortened.
 	Shortened      int
 	ShortenedValue string
+	// LeftOut counts the series of the body left out unread, by reason
+	// (the parser's: collector.LeftOutReasons); nil when none was.
+	LeftOut map[string]int
 	// Errors are per-family problems (a histogram cut short, a bucket out
 	// of order). The family is left out; the rest of the snapshot stands.
 	Errors []error

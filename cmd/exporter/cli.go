@@ -28,8 +28,9 @@ type cli struct {
 	Demo        demoCmd        `cmd:"" help:"Simulated engines and GPUs, the daemon and a live view, in one process: no GPU or engine needed."`
 	CheckConfig checkConfigCmd `cmd:"" name:"check-config" help:"Validate a configuration file and print every error with its line."`
 	SLOReport   sloReportCmd   `cmd:"" name:"slo-report" help:"SLO attainment, goodput bounds and cost per good token over the window between two captures of an engine's /metrics."`
-	Capacity    capacityCmd    `cmd:"" help:"Judge a load generator's sweep (GuideLLM, AIPerf, vllm bench serve) against an SLO: the knee, replicas and cost per good token at it, and a regression gate against a baseline sweep."`
+	Capacity    capacityCmd    `cmd:"" help:"Judge a load generator's sweep (GuideLLM, AIPerf, GenAI-Perf, vllm bench serve or sweep, SGLang bench_serving) against an SLO: the knee, replicas and cost per good token at it, an HTML page, and a regression gate against a baseline sweep."`
 	Simulate    simulateCmd    `cmd:"" help:"Serve simulated engines (and their GPUs) on loopback, or sweep one to show the knee."`
+	Proxy       proxyCmd       `cmd:"" help:"Forward to one OpenAI-compatible engine and measure each completion request as its client saw it, sent to the daemon as a span: exact goodput for any engine."`
 	Version     versionCmd     `cmd:"" help:"Print the version and build information."`
 }
 

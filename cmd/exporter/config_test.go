@@ -23,7 +23,7 @@ func TestCheckConfigPrintsEveryError(t *testing.T) {
 		t.Fatalf("err = %v, want the errors reported", err)
 	}
 	want := file + `: line 2: "2,5s" is not a duration (use 500ms, 2.5s, 1m)
-` + file + `: line 6: unknown key "enigne" in a target (use name, url, engine, timeout, max_body_size, model, model_limit, labels, gpus, namespace, pod, traces)
+` + file + `: line 6: unknown key "enigne" in a target (use name, url, engine, timeout, max_body_size, model, model_limit, labels, gpus, namespace, pod, traces, proxied)
 ` + file + `: line 7: "lots" is not a positive size (use bytes or KiB, MiB, GiB)
 ` + file + `: line 10: slos[0].match.targets: no target is named "vllm-1"
 ` + file + `: line 13: unknown objective "latency" (use ttft, tpot, itl, e2e, queue or error)

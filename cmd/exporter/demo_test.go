@@ -17,6 +17,10 @@ import (
 var goodTokens = regexp.MustCompile(`(?m)^llm_goodput_tokens_total\{[^}]*bound="lower"[^}]*\} (\S+)$`)
 var exactRequests = regexp.MustCompile(`(?m)^llm_goodput_traced_requests_total\{[^}]*sampled="false"[^}]*target="vllm-0"[^}]*\} (\S+)$`)
 
+// The SGLang engine's requests reach the daemon through the measuring
+// proxy: exact goodput for it too.
+var proxiedRequests = regexp.MustCompile(`(?m)^llm_goodput_traced_requests_total\{[^}]*sampled="false"[^}]*target="sglang-1"[^}]*\} (\S+)$`)
+
 // The README's first command, driven in-process for a few seconds: the
 // daemon it starts must serve non-zero goodput for the simulated engines.
 func TestDemo(t *testing.T) {
@@ -68,11 +72,16 @@ func TestDemo(t *testing.T) {
 			v, _ := strconv.ParseFloat(m[1], 64)
 			traced += v
 		}
-		if good > 0 && traced > 0 && strings.Contains(body, `llm_gpu_power_watts{gpu="1"`) {
+		proxiedN := 0.0
+		for _, m := range proxiedRequests.FindAllStringSubmatch(body, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			proxiedN += v
+		}
+		if good > 0 && traced > 0 && proxiedN > 0 && strings.Contains(body, `llm_gpu_power_watts{gpu="1"`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no goodput, or no traced requests, in the daemon's /metrics after 120 s:\n%.3000s", body)
+			t.Fatalf("no goodput, or no traced requests from vLLM or through the SGLang engine's proxy, in the daemon's /metrics after 120 s:\n%.3000s", body)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

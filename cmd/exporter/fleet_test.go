@@ -29,7 +29,7 @@ const chartLimitMiB = 192
 // runs it (GOODPUT_EXPORTER_MEMORY_LIMIT=192MiB, so a soft limit of 80 %)
 // against 200 targets on loopback: 163 ordinary vLLM engines, 7 serving
 // 100 MB bodies (chunked, so each is read to its 32 MiB cap), and 30
-// hostile ones (testbody.Hostile, each kind three times), scraped every
+// hostile ones (testbody.Hostile, its 14 kinds about twice each), scraped every
 // 5 s (the chart's interval) for 30 s once all ordinary engines are up,
 // while /metrics is read every 15 s. Its peak anonymous resident memory
 // (RssAnon, sampled every 10 ms: the heap, stacks and runtime, what the
@@ -227,4 +227,103 @@ func holdOTLPRequest(t *testing.T, url string, size int, hold time.Duration) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+}
+
+// TestHostileFleetUnderTheChartLimit runs the built daemon as the chart
+// runs it against 200 targets on loopback, 170 ordinary engines (the
+// llama.cpp capture of TestFleetMemoryUnderTheChartLimit, or
+// GOODPUT_FLEET_ORDINARY) and 30 hostile ones of one kind, each kind in turn:
+// 100 MB bodies, 10,000 models in one body, 50,000 bucket bounds new
+// every scrape, 8 KiB label values new every scrape, 500 labels a line
+// (testbody.Hostile's huge, models, bounds, longvalues, labels). Every
+// target is scraped every 5 s for 30 s once the ordinary ones are up,
+// while /metrics is read every 5 s. The peak anonymous resident memory
+// (RssAnon, sampled every 10 ms) must stay under the chart's limit, every
+// read of /metrics must answer within 10 s (Prometheus' default scrape
+// timeout), and every ordinary engine must be up at the end. It logs one
+// line of figures per kind (docs/reliability.md, "Memory budget").
+//
+// About four minutes: it runs only with GOODPUT_FLEET_MEMORY=1;
+// GOODPUT_FLEET_HOSTILE=kind,… runs some kinds only.
+func TestHostileFleetUnderTheChartLimit(t *testing.T) {
+	if os.Getenv("GOODPUT_FLEET_MEMORY") == "" || testing.Short() {
+		t.Skip("set GOODPUT_FLEET_MEMORY=1 to run (about four minutes, heavy)")
+	}
+	fixture := "llamacpp/server-cuda-2026-lfm2.5-8b.prom"
+	if f := os.Getenv("GOODPUT_FLEET_ORDINARY"); f != "" {
+		fixture = f
+	}
+	medium, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"huge", "models", "bounds", "longvalues", "labels"}
+	if only := os.Getenv("GOODPUT_FLEET_HOSTILE"); only != "" {
+		kinds = strings.Split(only, ",")
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOODPUT_EXPORTER_MEMORY_LIMIT", fmt.Sprintf("%dMiB", chartLimitMiB))
+	const ordinary, hostileN = 170, 30
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			h := testbody.Hostile()[kind]
+			if h == nil {
+				t.Fatalf("no hostile kind %q", kind)
+			}
+			args := []string{"--collect.interval=5s", "--collect.timeout=4s", "--config.file=testdata/footprint.yml", "--gpu.backend=none"}
+			serve := func(name string, h http.Handler) {
+				srv := httptest.NewServer(h)
+				t.Cleanup(srv.Close)
+				args = append(args, "--target", name+"="+srv.URL+"/metrics")
+			}
+			for i := range ordinary {
+				serve(fmt.Sprintf("engine-%03d", i), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(medium) }))
+			}
+			for i := range hostileN {
+				serve(fmt.Sprintf("hostile-%s-%d", kind, i), h)
+			}
+			base, pid := startDaemon(t, args...)
+			up := func() int { return len(ordinaryUp.FindAllString(getTB(t, base+"/metrics"), -1)) }
+			for deadline := time.Now().Add(90 * time.Second); up() < ordinary; time.Sleep(time.Second) {
+				if time.Now().After(deadline) {
+					t.Fatalf("only %d of the %d ordinary engines up; their errors:\n%s", up(), ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
+				}
+			}
+			peak, stop := samplePeak(pid, "RssAnon")
+			client := &http.Client{Timeout: 10 * time.Second}
+			var slowest time.Duration
+			u0, s0 := cpuTimes(t, pid)
+			start := time.Now()
+			for i := 1; i <= 30; i++ {
+				time.Sleep(time.Second)
+				if i%5 != 0 {
+					continue
+				}
+				t0 := time.Now()
+				resp, err := client.Get(base + "/metrics")
+				if err != nil {
+					t.Errorf("/metrics at %d s: %v", i, err)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				slowest = max(slowest, time.Since(t0))
+			}
+			u1, s1 := cpuTimes(t, pid)
+			share := (u1 + s1 - u0 - s0) / time.Since(start).Seconds() * 100
+			if got := up(); got < ordinary {
+				t.Errorf("%d of the %d ordinary engines up at the end; their errors:\n%s", got, ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
+			}
+			stop()
+			anon := float64(peak.Load()) / 1024
+			t.Logf("figures: %d ordinary (%s) + %d %s: peak anonymous RSS %.1f MiB, VmHWM %.1f MiB, CPU %.1f %% of a core, slowest /metrics %v",
+				ordinary, fixture, hostileN, kind, anon, procStatusMiB(t, pid, "VmHWM"), share, slowest.Round(time.Millisecond))
+			if anon == 0 {
+				t.Fatal("RssAnon never read")
+			}
+			if anon >= chartLimitMiB {
+				t.Errorf("peak anonymous RSS %.1f MiB, over the chart's %d MiB limit", anon, chartLimitMiB)
+			}
+		})
+	}
 }

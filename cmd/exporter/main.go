@@ -18,6 +18,6 @@ func main() {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "goodput-exporter:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }

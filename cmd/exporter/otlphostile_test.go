@@ -95,6 +95,8 @@ func vllmSpans(models ...string) []byte {
 		be.BigEndian.PutUint64(sid[:], spanNumber)
 		sp.SetTraceID(tid)
 		sp.SetSpanID(sid)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(-2 * time.Second)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(-time.Second)))
 		a := sp.Attributes()
 		a.PutStr("gen_ai.response.model", m)
 		a.PutDouble("gen_ai.latency.time_to_first_token", 0.3)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -26,6 +27,8 @@ type serveCmd struct {
 	TelemetryPath string        `name:"web.telemetry-path" default:"/metrics" help:"Path under which to expose metrics."`
 	WebConfigFile string        `name:"web.config.file" placeholder:"FILE" help:"exporter-toolkit web configuration file for TLS and basic auth."`
 	Lifecycle     bool          `name:"web.enable-lifecycle" help:"Enable reloading the configuration with POST or PUT /-/reload (off: the endpoint answers 403). SIGHUP always reloads."`
+	AllowedHosts  []string      `name:"web.allowed-host" placeholder:"NAME" help:"A host name /-/reload may be addressed by (repeatable), besides IP addresses, localhost, the machine's host name and the hosts of --web.listen-address: a request naming another Host is refused, as a DNS-rebinding page would send (e.g. the Service's DNS name when reloading through it)."`
+	Pprof         bool          `name:"web.enable-pprof" help:"Serve Go's profiles (net/http/pprof) under /debug/pprof/ on --web.listen-address, behind --web.config.file's auth, to find where memory or CPU goes (see docs/reliability.md). Off by default."`
 	Interval      time.Duration `name:"collect.interval" default:"5s" help:"How often each engine is scraped."`
 	Timeout       time.Duration `name:"collect.timeout" help:"Timeout of one engine scrape when the configuration sets none (default: 4s, or the interval when that is shorter)."`
 	MaxReqRate    float64       `name:"collect.max-request-rate" default:"10000" help:"Requests per second no engine counter of one model can exceed: a larger increase in one interval is a glitch, added nowhere (0: no bound)."`
@@ -145,7 +148,8 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate; "" (0): the default
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle,
-		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget), MaxTargets: s.MaxTargets})
+		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget), MaxTargets: s.MaxTargets,
+		Hosts: append(listenHosts(s.ListenAddress), s.AllowedHosts...), EnablePprof: s.Pprof})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {
 		cancel()
@@ -227,4 +231,16 @@ func (s *serveCmd) setMemoryLimit(e *env) {
 		return
 	}
 	e.logger.Info(set.String())
+}
+
+// listenHosts are the host names of listen addresses ("" and wildcards
+// left out: an IP address is always accepted).
+func listenHosts(addrs []string) []string {
+	var hosts []string
+	for _, a := range addrs {
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }

@@ -26,6 +26,10 @@ import (
 //	longnames   20 models with 256 KiB names
 //	bounds      a TTFT histogram of 50,000 bucket bounds, new ones on every scrape
 //	flipping    process start time and counters of two processes, alternating
+//	huge        a chunked body of 100 MB of valid lines (read to the target's cap)
+//	models      10,000 models in one body of about 8.7 MB
+//	longvalues  2,000 series whose label values are 8 KiB long, new every scrape
+//	labels      2,000 series of 500 labels each
 func Hostile() map[string]http.Handler {
 	var bomb bytes.Buffer
 	zw := gzip.NewWriter(&bomb)
@@ -45,7 +49,32 @@ func Hostile() map[string]http.Handler {
 		fmt.Fprintf(&long, "vllm:num_requests_running{model_name=%q} %d\n", strings.Repeat("x", 256<<10-3)+fmt.Sprintf("%03d", i), i)
 	}
 	longBody := []byte(long.String())
-	var shift, flips atomic.Int64
+	var models bytes.Buffer
+	pad := strings.Repeat("a-model-with-a-long-name-", 3)
+	for _, fam := range []string{"num_requests_running gauge", "num_requests_waiting gauge", "prompt_tokens_total counter", "generation_tokens_total counter", "request_success_total counter"} {
+		name, typ, _ := strings.Cut(fam, " ")
+		fmt.Fprintf(&models, "# TYPE vllm:%s %s\n", name, typ)
+		for i := range 10000 {
+			reason := ""
+			if typ == "counter" && name == "request_success_total" {
+				reason = `,finished_reason="stop"`
+			}
+			fmt.Fprintf(&models, "vllm:%s{engine=\"0\",model_name=\"hostile/%s-%05d\"%s} %d\n", name, pad, i, reason, i)
+		}
+	}
+	modelsBody := models.Bytes()
+	var labels bytes.Buffer
+	labels.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	for i := range 2000 {
+		labels.WriteString("vllm:num_requests_running{model_name=\"m\"")
+		for j := range 499 {
+			fmt.Fprintf(&labels, ",l%03d=\"%d\"", j, i)
+		}
+		labels.WriteString("} 1\n")
+	}
+	labelsBody := labels.Bytes()
+	huge := bytes.Repeat([]byte(`vllm:generation_tokens_total{model_name="m"} 1`+"\n"), 1<<14)
+	var shift, flips, longs atomic.Int64
 	line := []byte("vllm:num_requests_running{model_name=\"a\"} 1\n")
 	return map[string]http.Handler{
 		"bomb": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -91,6 +120,25 @@ func Hostile() map[string]http.Handler {
 			}
 			fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} %d\n", n)
 			fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 1\nvllm:time_to_first_token_seconds_count{model_name=\"m\"} %d\n", n)
+			w.Write(b.Bytes())
+		}),
+		"huge": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for written := 0; written < 100e6 && r.Context().Err() == nil; written += len(huge) {
+				if _, err := w.Write(huge); err != nil {
+					return
+				}
+			}
+		}),
+		"models": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(modelsBody) }),
+		"labels": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(labelsBody) }),
+		"longvalues": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			n := longs.Add(1)
+			var b bytes.Buffer
+			b.WriteString("# TYPE vllm:num_requests_running gauge\n")
+			v := strings.Repeat("v", 8<<10)
+			for i := range 2000 {
+				fmt.Fprintf(&b, "vllm:num_requests_running{model_name=\"m\",x=\"%s-%d-%d\"} 1\n", v, n, i)
+			}
 			w.Write(b.Bytes())
 		}),
 		"flipping": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
