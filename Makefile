@@ -14,7 +14,7 @@ LDFLAGS := -X $(PKG).Version=$(VERSION) \
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test lint fmt-check vet bench figures demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes capacity-realtools capacity-realtools-guidellm
+.PHONY: all build test lint fmt-check vet bench figures demo fuzz chart-sync chart-test manifests image mixin accuracy test-kubernetes capacity-realtools capacity-realtools-guidellm test-fleet test-fleet-mutants
 
 all: build test
 
@@ -91,6 +91,43 @@ $(KUBE_APISERVER):
 	cd test/kubernetes/apiserver && nice $(GO) build -trimpath -o $@.tmp \
 		-ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitTreeState=clean" \
 		k8s.io/kubernetes/cmd/kube-apiserver
+	mv $@.tmp $@
+
+# test-fleet runs the mixin on Thanos (e2e/fleet_test.go, docs/e2e.md):
+# two clusters, one an HA pair of Prometheus, a Sidecar per Prometheus,
+# Query deduplicating, Ruler with the global groups, Alertmanager. Not
+# part of test: it needs Thanos, built once from the module proxy
+# (test/thanos, v0.42.3 with Thanos' own replace lines and build tags)
+# into THANOS_CACHE, several minutes the first time.
+THANOS_VERSION := $(shell sed -n 's/^require github.com\/thanos-io\/thanos //p' test/thanos/go.mod)
+THANOS         ?= $(KUBE_CACHE)/thanos-$(THANOS_VERSION)
+FLEET_TEST     := $(GO) test -count=1 -timeout 15m -v -run '^TestFleetOnThanos$$' ./e2e/
+
+test-fleet: $(THANOS)
+	GOODPUT_THANOS=$(THANOS) $(FLEET_TEST)
+
+# test-fleet-mutants shows that each assertion of test-fleet can fail:
+# each mutant (a rule and a panel dropping the cluster label, the HA pair
+# without deduplication, the global groups in the per-cluster files) must
+# fail the suite with the message of the assertion it breaks.
+FLEET_MUTANTS := cluster:a.series.of.no.one.cluster:a.cluster_.rule.one dedup:keeps.the.replica.label global:a.global_.rule.has.no.cluster
+test-fleet-mutants: $(THANOS)
+	@set -e; for m in $(FLEET_MUTANTS); do \
+		name=$${m%%:*}; \
+		if GOODPUT_THANOS=$(THANOS) GOODPUT_FLEET_MUTANT=$$name $(FLEET_TEST) > fleet-mutant-$$name.out 2>&1; then \
+			echo "mutant $$name passed test-fleet (fleet-mutant-$$name.out)"; exit 1; fi; \
+		for w in $$(echo $${m#*:} | tr : ' '); do \
+			want=$$(echo $$w | tr . ' '); \
+			grep -q "$$want" fleet-mutant-$$name.out || { echo "mutant $$name failed, but not with \"$$want\" (fleet-mutant-$$name.out)"; exit 1; }; \
+			echo "mutant $$name: failed with \"$$want\""; \
+		done; \
+	done
+
+$(THANOS):
+	mkdir -p $(dir $@)
+	cd test/thanos && nice $(GO) build -trimpath -tags netgo,slicelabels -o $@.tmp \
+		-ldflags "-X github.com/prometheus/common/version.Version=$(patsubst v%,%,$(THANOS_VERSION))" \
+		github.com/thanos-io/thanos/cmd/thanos
 	mv $@.tmp $@
 
 # manifests rewrites deploy/kubernetes/ from the chart's defaults.

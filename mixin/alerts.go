@@ -18,7 +18,7 @@ type Query struct{ What, Expr string }
 func (c Config) alert(name, expr, forDur, severity, summary, description string, rb *Runbook) Rule {
 	return Rule{Alert: name, Expr: strings.TrimSpace(expr) + "\n", For: forDur,
 		Labels: map[string]string{"severity": severity},
-		Annotations: map[string]string{"summary": summary, "description": description,
+		Annotations: map[string]string{"summary": summary, "description": c.inCluster() + description,
 			"runbook_url": c.runbook(name)},
 		Runbook: rb}
 }

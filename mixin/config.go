@@ -30,11 +30,21 @@ type Config struct {
 	// Selector is added to every selector of a daemon series, so that the
 	// rules only read this exporter's job.
 	Selector string
-	// DaemonLabels identify one daemon (one node's exporter). Every
-	// per-target rule keeps them, and the SLO target is joined on them:
-	// the same target name on two nodes stays two targets, and each
-	// node's target ratio applies to its own targets only. Add a cluster
-	// label here when several Prometheus servers feed one Thanos/Mimir.
+	// ClusterLabel names the cluster a series comes from where several
+	// Prometheus servers meet in one global view (Thanos Query, Mimir):
+	// the external label each Prometheus sets (kubernetes-mixin's
+	// clusterLabel convention). Every aggregation and join of every
+	// rule, alert and dashboard query keeps it, so that two clusters'
+	// series never merge into one number; where it is absent (one
+	// Prometheus, no external label) it is simply empty on both sides.
+	// Only the global groups (GlobalGroups) sum across clusters, and
+	// they say so in their names (global_ level).
+	ClusterLabel string
+	// DaemonLabels identify one daemon (one node's exporter) within a
+	// cluster. Every per-target rule keeps them and ClusterLabel, and the
+	// SLO target is joined on them: the same target name on two nodes
+	// stays two targets, and each node's target ratio applies to its own
+	// targets only.
 	// The node label (NodeLabel) is kept too, so that dashboards can
 	// filter recorded series by node; where the scrape sets none it is
 	// simply empty on both sides of every join.
@@ -100,6 +110,7 @@ func Default() Config {
 	d := diagnosis.DefaultSettings()
 	return Config{
 		Selector:       `job="goodput-exporter"`,
+		ClusterLabel:   "cluster",
 		DaemonLabels:   []string{"instance", "job", "node"},
 		FleetLabels:    nil,
 		NodeLabel:      "node",
@@ -174,13 +185,29 @@ var FailureModes = []string{"queue_growth", "kv_preemption", "prefill_interferen
 // classifier's DiagnosisLeave clean judgements already delay.
 func (c Config) FailureModeFor() string { return promDuration(c.DiagnosisWindow) }
 
-// by is "a, b, c" of the daemon labels followed by extra.
+// by is "a, b, c" of the cluster and daemon labels followed by extra.
 func (c Config) by(extra ...string) string {
-	return strings.Join(append(append([]string{}, c.DaemonLabels...), extra...), ", ")
+	return strings.Join(append(c.daemonLabels(), extra...), ", ")
 }
 
+// daemonLabels are the labels that identify one daemon in the fleet: the
+// cluster label, then DaemonLabels.
+func (c Config) daemonLabels() []string {
+	return append(c.clusterLabels(), c.DaemonLabels...)
+}
+
+// clusterLabels is ClusterLabel as a list, empty when unset.
+func (c Config) clusterLabels() []string {
+	if c.ClusterLabel == "" {
+		return nil
+	}
+	return []string{c.ClusterLabel}
+}
+
+// fleetBy is the labels of a per-cluster fleet aggregate: the cluster
+// label, FleetLabels, then extra.
 func (c Config) fleetBy(extra ...string) string {
-	return strings.Join(append(append([]string{}, c.FleetLabels...), extra...), ", ")
+	return strings.Join(append(append(c.clusterLabels(), c.FleetLabels...), extra...), ", ")
 }
 
 // sel is a series selector with the configured matchers and extra ones.

@@ -12,8 +12,9 @@ import (
 type Panel struct {
 	Title, Unit, Description string
 	Exprs                    []Target
-	// Stat panels show one number; their queries end in "or vector(0)"
-	// so that zero reads 0, not "No data".
+	// Stat panels show one number per cluster (Config.statCount); their
+	// queries end in "or on () vector(0)" so that zero reads 0, not
+	// "No data".
 	Stat bool
 	// Scope says which variables the panel's queries honour.
 	Scope Scope
@@ -99,7 +100,38 @@ func (d Dashboard) VariableSelectors() []string {
 //
 // fDaemon: the daemon's own series.
 func (c Config) fDaemon(extra ...string) string {
-	return strings.Join(append([]string{c.Selector, c.NodeLabel + `=~"$node"`, `instance=~"$instance"`}, extra...), ", ")
+	return strings.Join(append(append(c.fCluster(), c.NodeLabel+`=~"$node"`, `instance=~"$instance"`), extra...), ", ")
+}
+
+// fCluster is the selector and the $cluster filter every query starts
+// with.
+func (c Config) fCluster() []string {
+	f := []string{c.Selector}
+	if c.ClusterLabel != "" {
+		f = append(f, c.ClusterLabel+`=~"$cluster"`)
+	}
+	return f
+}
+
+// fFleet filters the per-cluster fleet aggregates (model_*:…), which
+// carry no daemon labels, not even job: $cluster and $model.
+func (c Config) fFleet(extra ...string) string {
+	var f []string
+	if c.ClusterLabel != "" {
+		f = append(f, c.ClusterLabel+`=~"$cluster"`)
+	}
+	return strings.Join(append(append(f, `model=~"$model"`), extra...), ", ")
+}
+
+// statCount counts the series of q per cluster, and reads 0 where there
+// are none: "or on () vector(0)" adds the 0 only when no cluster has
+// one, where a plain "or vector(0)" would add it next to every count.
+func (c Config) statCount(q string) string {
+	by := ""
+	if c.ClusterLabel != "" {
+		by = " by (" + c.ClusterLabel + ")"
+	}
+	return "count" + by + " (" + q + ") or on () vector(0)"
 }
 
 // fTarget: series that carry the target's labels (namespace and pod when
@@ -164,10 +196,13 @@ func (c Config) variables(names ...string) []map[string]any {
 			"query": query, "definition": query, "refresh": 2, "multi": true, "includeAll": true, "allValue": ".*",
 			"sort": 1, "current": map[string]any{"text": "All", "value": "$__all"}}
 	}
+	cl := strings.Join(c.fCluster(), ", ")
 	all := map[string]map[string]any{
-		"node": q("node", "Node", fmt.Sprintf("label_values(up{%s}, %s)", c.Selector, c.NodeLabel),
+		"cluster": q("cluster", "Cluster", fmt.Sprintf("label_values(up{%s}, %s)", c.Selector, c.ClusterLabel),
+			"The cluster (the "+c.ClusterLabel+" external label of each Prometheus under Thanos Query); a single Prometheus without one shows All only"),
+		"node": q("node", "Node", fmt.Sprintf("label_values(up{%s}, %s)", cl, c.NodeLabel),
 			"The node's name, as the scrape configuration sets it"),
-		"instance": q("instance", "Daemon", fmt.Sprintf(`label_values(up{%s, %s=~"$node"}, instance)`, c.Selector, c.NodeLabel),
+		"instance": q("instance", "Daemon", fmt.Sprintf(`label_values(up{%s, %s=~"$node"}, instance)`, cl, c.NodeLabel),
 			"One goodput-exporter (one per node)"),
 		"namespace": q("namespace", "Namespace", fmt.Sprintf(`label_values(llm_up{%s}, namespace)`, c.fDaemon()),
 			"Namespace of the engine pods Kubernetes discovery found; statically configured targets have none and show under All only"),
@@ -178,6 +213,9 @@ func (c Config) variables(names ...string) []map[string]any {
 		"slo": q("slo", "SLO", fmt.Sprintf(`label_values(llm_slo_target_ratio{%s}, slo)`, c.fDaemon()), "SLO name"),
 	}
 	out := []map[string]any{{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"}}
+	if c.ClusterLabel != "" {
+		names = append([]string{"cluster"}, names...)
+	}
 	for _, n := range names {
 		out = append(out, all[n])
 	}
@@ -187,6 +225,9 @@ func (c Config) variables(names ...string) []map[string]any {
 // Dashboards are the generated dashboards, in file order.
 func (c Config) Dashboards() []Dashboard {
 	ds := []Dashboard{c.overview(), c.failureModes(), c.gpuEnergy()}
+	if c.ClusterLabel != "" {
+		ds[0].Rows = append(ds[0].Rows, c.clusterRow())
+	}
 	for _, d := range ds {
 		for _, r := range d.Rows {
 			for i := range r.Panels {
@@ -215,7 +256,7 @@ func shareOf(part, whole string) string {
 func (c Config) overview() Dashboard {
 	M := c.fModel()
 	R := c.fRecorded(`model=~"$model"`, `slo=~"$slo"`)
-	fleet := `model=~"$model", slo=~"$slo"`
+	fleet := c.fFleet(`slo=~"$slo"`)
 	var burn []Target
 	for _, w := range []string{"1h", "6h", "1d", "3d"} {
 		burn = append(burn, Target{c.inSelected(sloBurn(w) + "{" + R + "}"), legendTarget + " {{slo}}/{{objective}} " + w})
@@ -240,12 +281,12 @@ func (c Config) overview() Dashboard {
 			{"Now", []Panel{
 				{Title: "Targets down", Unit: "short", Stat: true,
 					Description: "Engine targets whose last scrape failed (llm_up == 0).",
-					Exprs:       []Target{{"count(\n  " + c.inSelected("llm_up{"+c.fTarget()+"} == 0") + "\n) or vector(0)", "down"}}},
+					Exprs:       []Target{{c.statCount("\n  " + c.inSelected("llm_up{"+c.fTarget()+"} == 0") + "\n"), "down"}}},
 				{Title: "Error-budget burn alerts firing", Unit: "short", Stat: true,
-					Exprs: []Target{{"count(\n  " + c.inSelected(`ALERTS{alertname=~"LLMErrorBudgetBurn.*", alertstate="firing", `+R+`}`) + "\n) or vector(0)", "firing"}}},
+					Exprs: []Target{{c.statCount("\n  " + c.inSelected(`ALERTS{alertname=~"LLMErrorBudgetBurn.*", alertstate="firing", `+R+`}`) + "\n"), "firing"}}},
 				{Title: "Objectives the engine cannot measure", Unit: "short", Stat: true,
 					Description: "SLO objectives with llm_slo_supported == 0: never judged, so never alerted on.",
-					Exprs:       []Target{{"count(llm_slo_supported{" + c.fModel(`slo=~"$slo"`) + "} == 0) or vector(0)", "unmeasurable"}}},
+					Exprs:       []Target{{c.statCount("llm_slo_supported{" + c.fModel(`slo=~"$slo"`) + "} == 0"), "unmeasurable"}}},
 			}},
 			{"SLO attainment and error budget", []Panel{
 				{Title: "Attainment per objective (5m and 1h)", Unit: "percentunit",
@@ -274,7 +315,7 @@ func (c Config) overview() Dashboard {
 				{Title: "Fleet goodput per model", Unit: "short", Scope: Fleet,
 					Description: "Across every node (node, daemon, namespace and target do not apply).",
 					Exprs: []Target{{"model_slo_bound:llm_goodput_tokens:rate5m{" + fleet + "}", "{{model}} {{slo}} {{bound}}"},
-						{`model:llm_generation_tokens:rate5m{model=~"$model"}`, "{{model}} all tokens"}}},
+						{"model:llm_generation_tokens:rate5m{" + c.fFleet() + "}", "{{model}} all tokens"}}},
 				{Title: "Cost per million good tokens", Unit: "short",
 					Description: "Hourly cost of the engine's GPUs over its good tokens; the lower goodput bound gives the higher cost.",
 					Exprs:       []Target{{c.inSelected("target_slo_bound:llm_cost_per_million_good_tokens:ratio_rate5m{" + c.fRecorded(`slo=~"$slo"`) + "}"), legendTarget + " {{slo}} {{bound}} ({{currency}})"}}},
@@ -430,7 +471,7 @@ func (c Config) failureModes() Dashboard {
 					mode, c.raisedAfter(mode), promDuration(c.DiagnosisWindow), c.DiagnosisLeave),
 				Exprs: []Target{{verdict, legendTarget}}},
 			{Title: "Targets in " + mode + " now", Unit: "short", Stat: true,
-				Exprs: []Target{{"count(\n  " + c.inSelected(`llm_failure_mode{`+c.fTarget(`mode="`+mode+`"`)+`} == 1`) + "\n) or vector(0)", "targets"}}},
+				Exprs: []Target{{c.statCount("\n  " + c.inSelected(`llm_failure_mode{`+c.fTarget(`mode="`+mode+`"`)+`} == 1`) + "\n"), "targets"}}},
 		}
 		rows = append(rows, Row{mode, append(panels, signals[mode]...)})
 	}
@@ -448,7 +489,7 @@ func (c Config) gpuEnergy() Dashboard {
 			{"Power and energy", []Panel{
 				{Title: "GPU backends down", Unit: "short", Stat: true, Scope: PerDaemon,
 					Description: "Daemons that cannot read their GPUs (goodput_exporter_gpu_backend_up == 0); absent with --gpu.backend none.",
-					Exprs:       []Target{{"count(goodput_exporter_gpu_backend_up{" + c.fDaemon() + "} == 0) or vector(0)", "down"}}},
+					Exprs:       []Target{{c.statCount("goodput_exporter_gpu_backend_up{" + c.fDaemon() + "} == 0"), "down"}}},
 				{Title: "Engine GPU power", Unit: "watt",
 					Description: "Board power of the GPUs attributed to each target, a shared GPU weighted by the target's token share.",
 					Exprs:       []Target{{perTarget("sum", "llm_engine_gpu_power_watts"), legendTarget}}},

@@ -39,7 +39,7 @@ type ruleFile struct {
 // Files renders every generated file, keyed by its path.
 func (c Config) Files() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for path, groups := range map[string][]Group{RulesFile: c.RecordingGroups(), AlertsFile: c.AlertGroups()} {
+	for path, groups := range map[string][]Group{RulesFile: c.RecordingGroups(), AlertsFile: c.AlertGroups(), GlobalRulesFile: c.GlobalGroups()} {
 		y, err := marshal(ruleFile{groups})
 		if err != nil {
 			return nil, err
@@ -64,9 +64,11 @@ func (c Config) Files() (map[string][]byte, error) {
 	if out[RouteFile], err = c.routeSnippet(); err != nil {
 		return nil, err
 	}
-	for _, g := range c.AlertGroups() {
+	for _, g := range append(c.AlertGroups(), c.GlobalGroups()...) {
 		for _, r := range g.Rules {
-			out[RunbookDir+"/"+r.Alert+".md"] = c.runbookMarkdown(r)
+			if r.Alert != "" {
+				out[RunbookDir+"/"+r.Alert+".md"] = c.runbookMarkdown(r)
+			}
 		}
 	}
 	for _, d := range c.Dashboards() {

@@ -122,7 +122,7 @@ func TestDashboardFiltersSelectTargets(t *testing.T) {
 	}
 	b.WriteString("    promql_expr_test:\n")
 	for _, tc := range cases {
-		vars := strings.NewReplacer("$node", tc.node, "$instance", ".*", "$namespace", tc.ns, "$target", tc.tgt, "$model", tc.model, "$slo", ".*")
+		vars := strings.NewReplacer("$cluster", ".*", "$node", tc.node, "$instance", ".*", "$namespace", tc.ns, "$target", tc.tgt, "$model", tc.model, "$slo", ".*")
 		exp := func(q string, samples map[string]string, values map[string]string, keys []string) {
 			fmt.Fprintf(&b, "      # %s\n      - expr: %q\n        eval_time: 2m\n        exp_samples:", tc.name, vars.Replace(q))
 			if len(keys) == 0 {

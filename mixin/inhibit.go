@@ -58,8 +58,8 @@ func (c Config) burnAlertNames() []string {
 
 // InhibitRules are the inhibitions that make one cause one page.
 func (c Config) InhibitRules() []InhibitRule {
-	target := append(append([]string{}, c.DaemonLabels...), "target")
-	daemon := append([]string{}, c.DaemonLabels...)
+	target := append(c.daemonLabels(), "target")
+	daemon := c.daemonLabels()
 	onEngine := append(append(append([]string{}, c.failureModeAlertNames("")...), c.burnAlertNames()...),
 		"LLMEngineNotServing", "LLMEngineSeriesAbsent", "LLMCapacityHeadroomLow")
 	var fromDaemon []string
@@ -102,7 +102,7 @@ func (c Config) InhibitRules() []InhibitRule {
 			Target: []string{`alertname="LLMEngineNotServing"`},
 			Equal:  target,
 		},
-	}, c.burnInhibitRules()...)
+	}, append(c.burnInhibitRules(), c.globalInhibitRules()...)...)
 }
 
 // burnInhibitRules fold the burn-rate alerts of one objective into the
@@ -119,7 +119,7 @@ func (c Config) burnInhibitRules() []InhibitRule {
 		}
 		return 0
 	}
-	equal := append(append([]string{}, c.DaemonLabels...), "target", "model", "slo", "objective")
+	equal := append(c.daemonLabels(), "target", "model", "slo", "objective")
 	var out []InhibitRule
 	for i, b := range c.BurnAlerts {
 		var slower []string

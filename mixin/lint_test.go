@@ -118,7 +118,7 @@ func queries(c Config) map[string]string {
 
 // dashboardVars replaces Grafana's variables by what Grafana sends for
 // "All".
-var dashboardVars = strings.NewReplacer("$node", ".*", "$instance", ".*", "$namespace", ".*",
+var dashboardVars = strings.NewReplacer("$cluster", ".*", "$node", ".*", "$instance", ".*", "$namespace", ".*",
 	"$target", ".*", "$model", ".*", "$slo", ".*")
 
 // Every query of the rules, alerts, runbooks and dashboards parses with
@@ -308,7 +308,7 @@ func TestDashboardStatsReadZero(t *testing.T) {
 				for _, q := range p.Exprs {
 					if p.Stat {
 						n++
-						if !strings.HasSuffix(q.Expr, " or vector(0)") {
+						if !strings.HasSuffix(q.Expr, " or on () vector(0)") {
 							t.Errorf("%s/%s: stat query %q can show No data", d.UID, p.Title, q.Expr)
 						}
 					}

@@ -26,7 +26,7 @@ func (c Config) Route() Route {
 	for _, r := range c.Alerts() {
 		names = append(names, r.Alert)
 	}
-	by := func(extra ...string) []string { return append(append([]string{}, c.DaemonLabels...), extra...) }
+	by := func(extra ...string) []string { return append(c.daemonLabels(), extra...) }
 	return Route{
 		Matchers: []string{alertNames(names...)},
 		GroupBy:  by("target", "alertname"),

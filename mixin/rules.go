@@ -23,7 +23,10 @@ type Rule struct {
 type Group struct {
 	Name     string `yaml:"name"`
 	Interval string `yaml:"interval,omitempty"`
-	Rules    []Rule `yaml:"rules"`
+	// PartialResponseStrategy is Thanos Ruler's (abort or warn); global
+	// groups only (GlobalGroups): Prometheus refuses the field.
+	PartialResponseStrategy string `yaml:"partial_response_strategy,omitempty"`
+	Rules                   []Rule `yaml:"rules"`
 }
 
 // Level names of the per-target recording rules. Every per-target rule
