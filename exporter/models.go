@@ -23,6 +23,13 @@ type modelPool struct {
 	max   int            // 0: no cap
 	share int            // what each target may always read
 	held  map[string]int // by target: its models, or its reservation during a scrape, at least share
+	total int            // the sum of held
+}
+
+// set sets a target's holding, keeping total; mu is held.
+func (p *modelPool) set(name string, n int) {
+	p.total += n - p.held[name]
+	p.held[name] = n
 }
 
 func newModelPool(most, maxTargets int) *modelPool {
@@ -48,14 +55,9 @@ func (p *modelPool) reserve(name string, limit int) int {
 	if _, ok := p.held[name]; !ok {
 		return min(limit, p.share) // stopped, or not started by apply (tests)
 	}
-	others := 0
-	for n, h := range p.held {
-		if n != name {
-			others += h
-		}
-	}
+	others := p.total - p.held[name]
 	allow := min(limit, max(p.share, p.max-others))
-	p.held[name] = max(p.held[name], allow, p.share)
+	p.set(name, max(p.held[name], allow, p.share))
 	return allow
 }
 
@@ -67,7 +69,7 @@ func (p *modelPool) settle(name string, models int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.held[name]; ok { // not a target that left during its scrape
-		p.held[name] = max(models, p.share)
+		p.set(name, max(models, p.share))
 	}
 }
 
@@ -79,14 +81,15 @@ func (p *modelPool) keep(names map[string]bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for n := range p.held {
+	for n, h := range p.held {
 		if !names[n] {
+			p.total -= h
 			delete(p.held, n)
 		}
 	}
 	for n := range names {
 		if _, ok := p.held[n]; !ok {
-			p.held[n] = p.share
+			p.set(n, p.share)
 		}
 	}
 }

@@ -48,6 +48,13 @@ func TestModelPoolShares(t *testing.T) {
 	if _, ok := p.held["b"]; ok {
 		t.Error("a target that left is still counted")
 	}
+	sum := 0
+	for _, h := range p.held {
+		sum += h
+	}
+	if sum != p.total {
+		t.Errorf("total %d, the holdings sum to %d", p.total, sum)
+	}
 	if got := newModelPool(0, 200).reserve("x", 100); got != 100 {
 		t.Errorf("no cap: %d, want the model_limit", got)
 	}
