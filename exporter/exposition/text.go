@@ -77,7 +77,8 @@ func (c *SeriesCache) writeText(buf *bytes.Buffer, i int) error {
 // family's series change, instead of an encoding. The text is a new slice
 // each time, and each member's kept lines become its part of it (capped,
 // so nothing appends into a neighbour): the lines are kept once, not once
-// in the series and again in the family (TestKeptTextIsNotKeptTwice).
+// in the series and again in the family (checkKeptOnce, in every round of
+// TestCachedTextMatchesExpfmt).
 func (f *cachedFamily) join() {
 	n, lines := len(f.header), 1
 	for _, s := range f.members {
