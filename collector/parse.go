@@ -616,7 +616,7 @@ func (p *Parser) finish(now time.Time) *snapshot.Snapshot {
 		if p.droppedRaw != nil {
 			model = string(p.droppedRaw)
 		}
-		p.errs = append(p.errs, &FamilyError{Model: model, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit)", p.dropped, p.opts.ModelLimit)})
+		p.errs = append(p.errs, &FamilyError{Model: model, Err: fmt.Errorf("%d series left out: more than %d models on one target (model_limit, or what the daemon's cap on models over all targets leaves it)", p.dropped, p.opts.ModelLimit)})
 	}
 	if p.left > 0 {
 		p.errs = append(p.errs, &FamilyError{Family: p.leftName, Err: fmt.Errorf("%d series left out, with their families: %w (%d bytes, %d series remembered)", p.left, ErrStateBudget, p.budget, len(p.canon))})

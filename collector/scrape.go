@@ -106,6 +106,26 @@ func NewScraper(cfg ScraperConfig) (*Scraper, error) {
 	return s, nil
 }
 
+// SetModelLimit sets the most models the parser holds (ParseOptions'
+// ModelLimit) from the next body on: a model already held stays, a new
+// one past the limit is left out and counted as past model_limit. The
+// daemon lowers it below a target's model_limit when the targets together
+// hold as many models as it keeps.
+func (s *Scraper) SetModelLimit(n int) {
+	s.cfg.Parse.ModelLimit = n
+	if s.parser != nil {
+		s.parser.opts.ModelLimit = n
+	}
+}
+
+// Models returns how many models the parser holds: those of its last body.
+func (s *Scraper) Models() int {
+	if s.parser == nil {
+		return 0
+	}
+	return len(s.parser.models)
+}
+
 // Engine returns the engine in use, "" until detected.
 func (s *Scraper) Engine() snapshot.Engine {
 	if s.parser == nil {

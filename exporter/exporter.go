@@ -51,6 +51,10 @@ type Options struct {
 	// naming more is refused (the running configuration stays); past it,
 	// discovered targets are left out, counted and logged.
 	MaxTargets int
+	// MaxModels caps the models read over all targets (modelPool): each
+	// target may always read MaxModels/MaxTargets of them, more only
+	// while the pool has room. 0: no cap but each target's model_limit.
+	MaxModels int
 	// Levers, when set, puts buttons on the status page that switch a
 	// simulated engine's failure lever, served by POST /-/lever. Only the
 	// demo sets it; a daemon serving real engines has no such endpoint.
@@ -73,6 +77,7 @@ type Exporter struct {
 	logger    *slog.Logger
 	transport *http.Transport
 	budget    *fetch.Budget // the engines' bodies in flight
+	models    *modelPool    // the models read over all targets
 
 	reloadMu sync.Mutex // one ApplyConfig at a time
 	mu       sync.Mutex // guards cfg, targets, ctx and warned; never held across a scan or a wait
@@ -110,6 +115,7 @@ func New(opts Options) *Exporter {
 		logger:    opts.Logger,
 		transport: fetch.NewTransport(nil), // the engines and dcgm-exporter share one policy
 		budget:    fetch.NewBudget(opts.BodyBudget),
+		models:    newModelPool(opts.MaxModels, opts.MaxTargets),
 		targets:   map[string]*target{},
 		reg:       prometheus.NewRegistry(),
 		hosts:     opts.Hosts,
@@ -295,6 +301,11 @@ func (e *Exporter) apply(file *config.Config) error {
 	for _, t := range next {
 		t.setDiagnosis(ds, slos)
 	}
+	names := make(map[string]bool, len(next))
+	for name := range next {
+		names[name] = true
+	}
+	e.models.keep(names)
 	e.mu.Lock()
 	e.cfg, e.fileCfg, e.targets = cfg, file, next
 	e.mu.Unlock()

@@ -99,7 +99,7 @@ func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
 			"Series of an engine body whose model name or finish reason was longer than 512 bytes and was shortened to its first bytes, an ellipsis and 16 hex digits of its SHA-256; counted on every scrape.",
 			[]string{"target"}, nil),
 		leftOut: prometheus.NewDesc("goodput_exporter_target_series_left_out_total",
-			"Series of an engine body left out unread, by reason: state_budget (the target's parse state is at its budget; the family is left out for the series' model), model_limit (a model past the target's model_limit), too_long (a series longer than 16 KiB); counted on every scrape.",
+			"Series of an engine body left out unread, by reason: state_budget (the target's parse state is at its budget; the family is left out for the series' model), model_limit (a model past the target's model_limit, or past its room under --collect.max-models), too_long (a series longer than 16 KiB); counted on every scrape.",
 			[]string{"target", "reason"}, nil),
 		targets: map[string]*targetCounters{},
 	}

@@ -255,7 +255,9 @@ func (t *target) scrape(ctx context.Context) {
 		t.ctr = t.ex.self.init(t.cfg.Name)
 	}
 	start := time.Now()
+	t.scraper.SetModelLimit(t.ex.models.reserve(t.cfg.Name, t.cfg.ModelLimit))
 	snap, res, err := t.scraper.Scrape(ctx)
+	t.ex.models.settle(t.cfg.Name, t.scraper.Models())
 	if ctx.Err() != nil {
 		return // shutting down or reconfigured: not the engine's fault
 	}

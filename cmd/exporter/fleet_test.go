@@ -244,7 +244,10 @@ func holdOTLPRequest(t *testing.T, url string, size int, hold time.Duration) {
 // line of figures per kind (docs/reliability.md, "Memory budget").
 //
 // About four minutes: it runs only with GOODPUT_FLEET_MEMORY=1;
-// GOODPUT_FLEET_HOSTILE=kind,… runs some kinds only.
+// GOODPUT_FLEET_HOSTILE=kind,… runs some kinds only;
+// GOODPUT_FLEET_HEAP_PROFILE=dir runs the daemon with --web.enable-pprof
+// and writes its heap profile at the end of each kind to dir/kind.heap
+// (go tool pprof -sample_index=inuse_space), to see where the memory goes.
 func TestHostileFleetUnderTheChartLimit(t *testing.T) {
 	if os.Getenv("GOODPUT_FLEET_MEMORY") == "" || testing.Short() {
 		t.Skip("set GOODPUT_FLEET_MEMORY=1 to run (about four minutes, heavy)")
@@ -271,6 +274,10 @@ func TestHostileFleetUnderTheChartLimit(t *testing.T) {
 				t.Fatalf("no hostile kind %q", kind)
 			}
 			args := []string{"--collect.interval=5s", "--collect.timeout=4s", "--config.file=testdata/footprint.yml", "--gpu.backend=none"}
+			profiles := os.Getenv("GOODPUT_FLEET_HEAP_PROFILE")
+			if profiles != "" {
+				args = append(args, "--web.enable-pprof")
+			}
 			serve := func(name string, h http.Handler) {
 				srv := httptest.NewServer(h)
 				t.Cleanup(srv.Close)
@@ -315,6 +322,20 @@ func TestHostileFleetUnderTheChartLimit(t *testing.T) {
 				t.Errorf("%d of the %d ordinary engines up at the end; their errors:\n%s", got, ordinary, ordinaryErrors(getTB(t, base+"/metrics")))
 			}
 			stop()
+			if profiles != "" {
+				resp, err := client.Get(base + "/debug/pprof/heap")
+				if err != nil {
+					t.Fatal(err)
+				}
+				heap, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("heap profile: %v %s", err, resp.Status)
+				}
+				if err := os.WriteFile(filepath.Join(profiles, kind+".heap"), heap, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			anon := float64(peak.Load()) / 1024
 			t.Logf("figures: %d ordinary (%s) + %d %s: peak anonymous RSS %.1f MiB, VmHWM %.1f MiB, CPU %.1f %% of a core, slowest /metrics %v",
 				ordinary, fixture, hostileN, kind, anon, procStatusMiB(t, pid, "VmHWM"), share, slowest.Round(time.Millisecond))

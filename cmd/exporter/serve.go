@@ -37,6 +37,7 @@ type serveCmd struct {
 	MemoryLimit   string        `name:"runtime.memory-limit" env:"GOODPUT_EXPORTER_MEMORY_LIMIT" placeholder:"SIZE" help:"The container's memory limit, to size the Go runtime's soft limit from (the Helm chart passes resources.limits.memory). Default: the cgroup's (v2 memory.max, v1 memory.limit_in_bytes). GOMEMLIMIT, when set, wins over both."`
 	MemoryRatio   float64       `name:"runtime.memory-limit-ratio" default:"0.8" help:"Share of the container's memory limit given to the Go runtime as its soft limit (debug.SetMemoryLimit); the rest is for memory the runtime does not count."`
 	MaxTargets    int           `name:"collect.max-targets" default:"${max_targets}" help:"Most targets one daemon runs, configured and discovered together (0: no cap): a configuration naming more is refused, discovered targets past it are left out (goodput_exporter_targets_left_out). The chart's 192Mi memory limit was measured with 200."`
+	MaxModels     int           `name:"collect.max-models" default:"2000" help:"Most models read over all targets (0: no cap but each target's model_limit): each target may always read its share, max-models / max-targets (10 at the defaults), and more up to its model_limit while the targets together hold fewer; a new model past that is left out as past model_limit. The chart's 192Mi memory limit was measured with 2000."`
 	BodyBudget    string        `name:"collect.body-budget" default:"64MiB" placeholder:"SIZE" help:"Most bytes of engine bodies held at once over all targets; a body that finds no room is refused as body_too_large (reads of up to an eighth of it wait for room until their timeout)."`
 	GPU           gpuFlags      `embed:""`
 	OTLP          otlpFlags     `embed:""`
@@ -55,6 +56,9 @@ func (s *serveCmd) Validate() error {
 	}
 	if s.MaxReqRate < 0 || s.MaxTokenRate < 0 {
 		return errors.New("--collect.max-request-rate and --collect.max-token-rate must not be negative")
+	}
+	if s.MaxModels < 0 {
+		return errors.New("--collect.max-models must not be negative (0: no cap but each target's model_limit)")
 	}
 	if s.MaxTargets < 0 {
 		return errors.New("--collect.max-targets must not be negative (0: no cap)")
@@ -148,7 +152,7 @@ func (s *serveCmd) Run(e *env) error {
 	}
 	budget, _ := config.ParseByteSize(s.BodyBudget) // checked by Validate; "" (0): the default
 	ex := exporter.New(exporter.Options{Interval: s.Interval, Timeout: s.timeout(), Logger: e.logger, GPU: gm, EnableLifecycle: s.Lifecycle,
-		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget), MaxTargets: s.MaxTargets,
+		MaxRequestRate: offIsNegative(s.MaxReqRate), MaxTokenRate: offIsNegative(s.MaxTokenRate), BodyBudget: int64(budget), MaxTargets: s.MaxTargets, MaxModels: s.MaxModels,
 		Hosts: append(listenHosts(s.ListenAddress), s.AllowedHosts...), EnablePprof: s.Pprof})
 	load := s.loader()
 	if err := ex.Start(ctx, load); err != nil {

@@ -45,7 +45,18 @@ type SeriesCache struct {
 	textEncodes int
 	head        cachedSeries  // before the first series: head.next is a guess
 	prev        *cachedSeries // the last series sent in this render
+	// pairs holds one label pair per name and value, shared by every
+	// series that has it (a target's or model's label is on hundreds of
+	// its series); pruned to the live series' pairs once it is more than
+	// twice what the last pruning kept (prunePairs).
+	pairs     map[pairKey]*dto.LabelPair
+	pairsKept int
 }
+
+type pairKey struct{ name, value string }
+
+// minPairs: the pair map is not pruned below this size.
+const minPairs = 4096
 
 type seriesKey struct {
 	desc *prometheus.Desc
@@ -101,6 +112,7 @@ func NewSeriesCache() *SeriesCache {
 		series: map[seriesKey]*cachedSeries{},
 		fams:   map[string]*cachedFamily{},
 		descs:  map[*prometheus.Desc]*descEntry{},
+		pairs:  map[pairKey]*dto.LabelPair{},
 	}
 }
 
@@ -132,6 +144,10 @@ func (c *SeriesCache) GatherText(emit func(collector.Sink), use Use) {
 				if s.gen != c.gen {
 					delete(c.series, s.key)
 					s.gone = true
+					// A gone series is never read again; its text is
+					// part of its family's (join), which a stale
+					// guess must not keep alive.
+					s.text, s.ends, s.next = nil, nil, nil
 					return true
 				}
 				return false
@@ -158,6 +174,9 @@ func (c *SeriesCache) GatherText(emit func(collector.Sink), use Use) {
 		if de.gen != c.gen {
 			delete(c.descs, d) // a stopped target's descriptors
 		}
+	}
+	if len(c.pairs) > 2*c.pairsKept+minPairs {
+		c.prunePairs()
 	}
 	slices.SortFunc(c.out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	c.outFam = c.outFam[:0]
@@ -267,6 +286,9 @@ func (c *SeriesCache) add(k seriesKey, old *cachedSeries, m prometheus.Metric) *
 	if f == nil {
 		return nil
 	}
+	for i, lp := range pb.Label { // the const metric's own pairs, not kept elsewhere
+		pb.Label[i] = c.intern(lp)
+	}
 	if old != nil {
 		old.m = pb
 		old.text, old.ends = nil, nil // a new bucket layout
@@ -278,6 +300,32 @@ func (c *SeriesCache) add(k seriesKey, old *cachedSeries, m prometheus.Metric) *
 	f.members = append(f.members, s)
 	f.dirty = true
 	return s
+}
+
+// intern returns the pair of lp's name and value that the cache's series
+// share, lp itself the first time. Nothing changes a cached series'
+// labels: a series whose labels change is another series.
+func (c *SeriesCache) intern(lp *dto.LabelPair) *dto.LabelPair {
+	k := pairKey{lp.GetName(), lp.GetValue()}
+	if p := c.pairs[k]; p != nil {
+		return p
+	}
+	c.pairs[k] = lp
+	return lp
+}
+
+// prunePairs keeps only the pairs of the cached series: series that come
+// and go (a model's churn, label values new every scrape) would otherwise
+// leave theirs. It runs once the map has doubled, so its cost, a pass over
+// the series, is spread over as many new pairs as it keeps.
+func (c *SeriesCache) prunePairs() {
+	live := make(map[pairKey]*dto.LabelPair, len(c.pairs)/2)
+	for _, s := range c.series {
+		for _, lp := range s.m.Label {
+			live[pairKey{lp.GetName(), lp.GetValue()}] = lp
+		}
+	}
+	c.pairs, c.pairsKept = live, len(live)
 }
 
 // lookup finds the cached series of k: first the one sent after the

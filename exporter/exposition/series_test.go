@@ -1,6 +1,7 @@
 package exposition
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,5 +114,57 @@ func TestSeriesCacheGuessesNeverMislead(t *testing.T) {
 		if want := "# HELP a a\n# TYPE a gauge\n" + r.want; got != want {
 			t.Fatalf("render %d:\n%s\nwant:\n%s", i, got, want)
 		}
+	}
+}
+
+// A label pair (a target's name, a model's) is kept once however many
+// series carry it, and the pairs of series that left are not kept: label
+// values new every render (a hostile engine's) leave at most about twice
+// the live pairs behind, where every pair ever seen would be kept
+// otherwise. Every render is still the registry's text.
+func TestLabelPairsAreSharedAndPruned(t *testing.T) {
+	c := NewSeriesCache()
+	descs := []*prometheus.Desc{
+		prometheus.NewDesc("a", "a", []string{"target", "model"}, nil),
+		prometheus.NewDesc("b", "b", []string{"target", "model"}, nil),
+		prometheus.NewDesc("c", "c", []string{"target", "model"}, nil),
+	}
+	emit := func(models []string) func(collector.Sink) {
+		return func(s collector.Sink) {
+			for _, d := range descs {
+				for i, m := range models {
+					s.Sample(d, prometheus.GaugeValue, float64(i), collector.Labels("t", m))
+				}
+			}
+		}
+	}
+	models := make([]string, 50)
+	for i := range models {
+		models[i] = fmt.Sprintf("model-%02d", i)
+	}
+	checkTextRound(t, c, emit(models))
+	pairs := map[*dto.LabelPair]bool{}
+	for _, s := range c.series {
+		for _, lp := range s.m.Label {
+			pairs[lp] = true
+		}
+	}
+	if len(c.series) != 150 || len(pairs) != 51 {
+		t.Fatalf("150 series of one target and 50 models hold %d distinct label pairs, want 51 (%d series)", len(pairs), len(c.series))
+	}
+	const live = 2000
+	most := 0
+	for round := range 12 {
+		churn := make([]string, live/len(descs)+1)
+		for i := range churn {
+			churn[i] = fmt.Sprintf("%s-%d-%d", strings.Repeat("v", 64), round, i)
+		}
+		checkTextRound(t, c, emit(churn))
+		most = max(most, len(c.pairs))
+	}
+	// The live series carry len(churn)+1 pairs; without pruning the map
+	// would hold every round's, about 8,000.
+	if bound := 2*(live/len(descs)+2) + minPairs; most > bound {
+		t.Errorf("after label values new every render, up to %d label pairs kept; want at most %d", most, bound)
 	}
 }

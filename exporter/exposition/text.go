@@ -3,6 +3,7 @@ package exposition
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
@@ -73,21 +74,33 @@ func (c *SeriesCache) writeText(buf *bytes.Buffer, i int) error {
 
 // join copies the header and the members' kept lines, in order, into the
 // family's one text, which a render reads front to back: a copy when the
-// family's series change, instead of an encoding.
+// family's series change, instead of an encoding. The text is a new slice
+// each time, and each member's kept lines become its part of it (capped,
+// so nothing appends into a neighbour): the lines are kept once, not once
+// in the series and again in the family (checkKeptOnce, in every round of
+// TestCachedTextMatchesExpfmt).
 func (f *cachedFamily) join() {
-	f.text = append(f.text[:0], f.header...)
-	f.ends = append(f.ends[:0], int32(len(f.header)))
+	n, lines := len(f.header), 1
 	for _, s := range f.members {
-		base := len(f.text)
-		if base+len(s.text) > math.MaxInt32 {
-			f.direct = true
-			return
-		}
-		f.text = append(f.text, s.text...)
+		n += len(s.text)
+		lines += len(s.ends)
+	}
+	if n > math.MaxInt32 {
+		f.direct = true
+		return
+	}
+	text := make([]byte, 0, n)
+	text = append(text, f.header...)
+	f.ends = append(slices.Grow(f.ends[:0], lines), int32(len(f.header)))
+	for _, s := range f.members {
+		base := len(text)
+		text = append(text, s.text...)
 		for _, e := range s.ends {
 			f.ends = append(f.ends, int32(base)+e)
 		}
+		s.text = text[base:len(text):len(text)]
 	}
+	f.text = text
 	f.joined = true
 }
 

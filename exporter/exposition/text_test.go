@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -186,6 +187,7 @@ func checkTextRound(t *testing.T, c *SeriesCache, emit func(collector.Sink)) str
 			t.Fatalf("family %s fell back to expfmt", name)
 		}
 	}
+	checkKeptOnce(t, c)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(emitCollector(emit))
 	mfs, err := reg.Gather()
@@ -200,6 +202,43 @@ func checkTextRound(t *testing.T, c *SeriesCache, emit func(collector.Sink)) str
 		t.Fatalf("cached text differs from expfmt's of the same families: %s", testbody.FirstDiff(cached, direct))
 	}
 	return cached
+}
+
+// checkKeptOnce requires what the cache keeps to be kept once: each
+// series' kept lines are its part of its family's text (not a copy of
+// it), and each of its label pairs is the one the cache shares for that
+// name and value.
+func checkKeptOnce(t *testing.T, c *SeriesCache) {
+	t.Helper()
+	for name, f := range c.fams {
+		if !f.joined {
+			continue
+		}
+		hi := 0
+		for _, s := range f.members {
+			if len(s.text) == 0 {
+				continue
+			}
+			at := int(uintptr(unsafe.Pointer(unsafe.SliceData(s.text))) - uintptr(unsafe.Pointer(unsafe.SliceData(f.text))))
+			if at < 0 || at+len(s.text) > len(f.text) || at < hi || string(f.text[at:at+len(s.text)]) != string(s.text) {
+				t.Fatalf("family %s: a series' kept lines %q are not its part of the family's text", name, s.text)
+			}
+			if cap(s.text) != len(s.text) {
+				t.Fatalf("family %s: a series' kept lines can grow into its neighbour's", name)
+			}
+			hi = at + len(s.text)
+		}
+	}
+	for k, s := range c.series {
+		for _, lp := range s.m.Label {
+			if c.pairs[pairKey{lp.GetName(), lp.GetValue()}] != lp {
+				t.Fatalf("series %v: label pair %s=%q is not the shared one", k.lv.Slice(), lp.GetName(), lp.GetValue())
+			}
+		}
+	}
+	if len(c.pairs) > 2*c.pairsKept+minPairs {
+		t.Fatalf("%d label pairs kept, more than twice the %d of the last pruning and %d", len(c.pairs), c.pairsKept, minPairs)
+	}
 }
 
 type emitCollector func(collector.Sink)
