@@ -433,134 +433,6 @@ current-context: test
 		}
 	})
 
-	t.Run("API server outage", func(t *testing.T) {
-		// Throughout the outage /metrics answers and vllm-0 is scraped.
-		var polls int
-		var syncLost time.Time
-		check := func() {
-			polls++
-			m := metrics()
-			if v, ok := sample(m, "llm_up", `target="llm/vllm-0"`); !ok || v != 1 {
-				t.Fatalf("during the outage vllm-0's llm_up is %v (present %v), want 1: targets must be kept", v, ok)
-			}
-			if v, _ := sample(m, "goodput_exporter_kubernetes_sync_ok"); v == 0 && syncLost.IsZero() {
-				syncLost = time.Now()
-			}
-		}
-		logBefore, _ := os.ReadFile(daemonLog)
-		stopped := time.Now()
-		exited := c.terminateAPIServer()
-		for done := false; !done; {
-			select {
-			case <-exited:
-				done = true
-			case <-time.After(250 * time.Millisecond):
-				check()
-			}
-		}
-		down := time.Now()
-		fig.add("kube-apiserver SIGTERM to exit: %.2f s (its last lines: %q)", down.Sub(stopped).Seconds(), tail(filepath.Join(c.dir, "kube-apiserver.log"), 3))
-		for syncLost.IsZero() || time.Since(down) < 15*time.Second {
-			if time.Since(down) > 2*time.Minute {
-				t.Fatalf("sync_ok still 1 two minutes after the API server stopped\n%s", tail(daemonLog, 20))
-			}
-			check()
-			time.Sleep(250 * time.Millisecond)
-		}
-		fig.add("SIGTERM to sync_ok 0: %.2f s (the process exited %.2f s after SIGTERM)", syncLost.Sub(stopped).Seconds(), down.Sub(stopped).Seconds())
-		logAll, _ := os.ReadFile(daemonLog)
-		for _, l := range strings.Split(string(logAll[len(logBefore):]), "\n") {
-			if strings.Contains(strings.ToLower(l), "level=warn") {
-				fig.add("daemon's warning in the outage: %s", l)
-			}
-		}
-		log, _ := os.ReadFile(daemonLog)
-		var warned []string
-		for _, l := range strings.Split(string(log), "\n") {
-			if strings.Contains(l, "cannot reach the Kubernetes API server") {
-				warned = append(warned, l)
-			}
-		}
-		// Logged when the state changes, not at each retry (a stopping
-		// API server may answer one request with an error of another
-		// kind first, hence up to two).
-		errs := 0.0
-		for _, l := range strings.Split(metrics(), "\n") {
-			if strings.HasPrefix(l, "goodput_exporter_kubernetes_watch_errors_total{") {
-				v, _ := sample(l, "goodput_exporter_kubernetes_watch_errors_total")
-				errs += v
-			}
-		}
-		if len(warned) == 0 || len(warned) > 2 || !strings.Contains(strings.ToLower(warned[0]), "level=warn") {
-			t.Errorf("the daemon's log has %q, want one warning that the API server is unreachable:\n%s", warned, tail(daemonLog, 20))
-		} else {
-			fig.add("unreachable warning logged %d time(s) for %.0f failed requests", len(warned), errs)
-		}
-		// /-/ready waits for the first list only; the daemon keeps serving
-		// its targets, so it is not taken out of rotation in an outage.
-		code, _ := get("/-/ready")
-		if code != http.StatusOK {
-			t.Errorf("/-/ready during the outage: %d, want 200 (README: it stays 200 through a later outage)", code)
-		}
-		_, page := get("/")
-		if !strings.Contains(page, "API server not answering") {
-			t.Errorf("the status page does not say the API server is not answering")
-		}
-		fig.add("outage of %.0f s (SIGTERM to restart): %d reads of /metrics, all answered with vllm-0 up; /-/ready %d during it", time.Since(stopped).Seconds(), polls, code)
-
-		restarted := time.Now()
-		logAtRestart, _ := os.ReadFile(daemonLog)
-		c.startAPIServer(3 * time.Minute)
-		fig.add("kube-apiserver restart to /readyz: %.2f s", time.Since(restarted).Seconds())
-		ready := time.Now()
-		waitFor("sync_ok 1 after the restart", 2*time.Minute, func() bool { v, _ := sample(metrics(), "goodput_exporter_kubernetes_sync_ok"); return v == 1 })
-		fig.add("API server ready to sync_ok 1: %.2f s", time.Since(ready).Seconds())
-		// The new watch delivers changes. A watch of the test's own, opened
-		// now, is the second path: it tells the API server's delay from
-		// the daemon's.
-		lst, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=vllm-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=vllm-1", ResourceVersion: lst.ResourceVersion})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		sent := time.Now()
-		seen := make(chan time.Duration, 1)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Modified {
-					seen <- time.Since(sent)
-					return
-				}
-			}
-		}()
-		annotate("vllm-1", map[string]any{"goodput-exporter.io/scrape": "true"})
-		d := waitFor("vllm-1 after the restart", time.Minute, func() bool { v, ok := sample(metrics(), "llm_up", `target="llm/vllm-1"`); return ok && v == 1 })
-		apiLog, _ := os.ReadFile(filepath.Join(c.dir, "kube-apiserver.log"))
-		fig.add("annotation change after the restart to scraped target: %.2f s (kube-apiserver log lines with \"Too large resource version\" so far: %d)",
-			d.Seconds(), strings.Count(string(apiLog), "Too large resource version"))
-		logAll, _ = os.ReadFile(daemonLog)
-		var lines []string
-		for _, l := range strings.Split(string(logAll[len(logAtRestart):]), "\n") {
-			if strings.Contains(l, "component=client-go") || strings.Contains(l, "component=kubernetes") {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) > 30 {
-			lines = lines[len(lines)-30:]
-		}
-		fig.add("the daemon's discovery log from the restart to the change (last 30 lines):\n    %s", strings.Join(lines, "\n    "))
-		select {
-		case a := <-seen:
-			fig.add("the same change on the test's own watch, opened after the restart: %.2f s", a.Seconds())
-		case <-time.After(time.Minute):
-			fig.add("the same change on the test's own watch, opened after the restart: not within a minute")
-		}
-	})
-
 	// The measuring proxy's sidecar example (deploy/proxy-sidecar), as
 	// shipped: applied to the API server, its pods admitted as the
 	// Deployment controller would create them on node-a, and discovered
@@ -695,6 +567,134 @@ current-context: test
 		}
 		if s := section("llm/vllm-0"); !strings.Contains(s, "bounds: from the engine's histograms only") {
 			t.Errorf("vllm-0, not behind the proxy: the status page does not say bounds:\n%s", s)
+		}
+	})
+
+	t.Run("API server outage", func(t *testing.T) {
+		// Throughout the outage /metrics answers and vllm-0 is scraped.
+		var polls int
+		var syncLost time.Time
+		check := func() {
+			polls++
+			m := metrics()
+			if v, ok := sample(m, "llm_up", `target="llm/vllm-0"`); !ok || v != 1 {
+				t.Fatalf("during the outage vllm-0's llm_up is %v (present %v), want 1: targets must be kept", v, ok)
+			}
+			if v, _ := sample(m, "goodput_exporter_kubernetes_sync_ok"); v == 0 && syncLost.IsZero() {
+				syncLost = time.Now()
+			}
+		}
+		logBefore, _ := os.ReadFile(daemonLog)
+		stopped := time.Now()
+		exited := c.terminateAPIServer()
+		for done := false; !done; {
+			select {
+			case <-exited:
+				done = true
+			case <-time.After(250 * time.Millisecond):
+				check()
+			}
+		}
+		down := time.Now()
+		fig.add("kube-apiserver SIGTERM to exit: %.2f s (its last lines: %q)", down.Sub(stopped).Seconds(), tail(filepath.Join(c.dir, "kube-apiserver.log"), 3))
+		for syncLost.IsZero() || time.Since(down) < 15*time.Second {
+			if time.Since(down) > 2*time.Minute {
+				t.Fatalf("sync_ok still 1 two minutes after the API server stopped\n%s", tail(daemonLog, 20))
+			}
+			check()
+			time.Sleep(250 * time.Millisecond)
+		}
+		fig.add("SIGTERM to sync_ok 0: %.2f s (the process exited %.2f s after SIGTERM)", syncLost.Sub(stopped).Seconds(), down.Sub(stopped).Seconds())
+		logAll, _ := os.ReadFile(daemonLog)
+		for _, l := range strings.Split(string(logAll[len(logBefore):]), "\n") {
+			if strings.Contains(strings.ToLower(l), "level=warn") {
+				fig.add("daemon's warning in the outage: %s", l)
+			}
+		}
+		log, _ := os.ReadFile(daemonLog)
+		var warned []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "cannot reach the Kubernetes API server") {
+				warned = append(warned, l)
+			}
+		}
+		// Logged when the state changes, not at each retry (a stopping
+		// API server may answer one request with an error of another
+		// kind first, hence up to two).
+		errs := 0.0
+		for _, l := range strings.Split(metrics(), "\n") {
+			if strings.HasPrefix(l, "goodput_exporter_kubernetes_watch_errors_total{") {
+				v, _ := sample(l, "goodput_exporter_kubernetes_watch_errors_total")
+				errs += v
+			}
+		}
+		if len(warned) == 0 || len(warned) > 2 || !strings.Contains(strings.ToLower(warned[0]), "level=warn") {
+			t.Errorf("the daemon's log has %q, want one warning that the API server is unreachable:\n%s", warned, tail(daemonLog, 20))
+		} else {
+			fig.add("unreachable warning logged %d time(s) for %.0f failed requests", len(warned), errs)
+		}
+		// /-/ready waits for the first list only; the daemon keeps serving
+		// its targets, so it is not taken out of rotation in an outage.
+		code, _ := get("/-/ready")
+		if code != http.StatusOK {
+			t.Errorf("/-/ready during the outage: %d, want 200 (README: it stays 200 through a later outage)", code)
+		}
+		_, page := get("/")
+		if !strings.Contains(page, "API server not answering") {
+			t.Errorf("the status page does not say the API server is not answering")
+		}
+		fig.add("outage of %.0f s (SIGTERM to restart): %d reads of /metrics, all answered with vllm-0 up; /-/ready %d during it", time.Since(stopped).Seconds(), polls, code)
+
+		restarted := time.Now()
+		logAtRestart, _ := os.ReadFile(daemonLog)
+		c.startAPIServer(3 * time.Minute)
+		fig.add("kube-apiserver restart to /readyz: %.2f s", time.Since(restarted).Seconds())
+		ready := time.Now()
+		waitFor("sync_ok 1 after the restart", 2*time.Minute, func() bool { v, _ := sample(metrics(), "goodput_exporter_kubernetes_sync_ok"); return v == 1 })
+		fig.add("API server ready to sync_ok 1: %.2f s", time.Since(ready).Seconds())
+		// The new watch delivers changes. A watch of the test's own, opened
+		// now, is the second path: it tells the API server's delay from
+		// the daemon's.
+		lst, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=vllm-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=vllm-1", ResourceVersion: lst.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		sent := time.Now()
+		seen := make(chan time.Duration, 1)
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Modified {
+					seen <- time.Since(sent)
+					return
+				}
+			}
+		}()
+		annotate("vllm-1", map[string]any{"goodput-exporter.io/scrape": "true"})
+		d := waitFor("vllm-1 after the restart", time.Minute, func() bool { v, ok := sample(metrics(), "llm_up", `target="llm/vllm-1"`); return ok && v == 1 })
+		apiLog, _ := os.ReadFile(filepath.Join(c.dir, "kube-apiserver.log"))
+		fig.add("annotation change after the restart to scraped target: %.2f s (kube-apiserver log lines with \"Too large resource version\" so far: %d)",
+			d.Seconds(), strings.Count(string(apiLog), "Too large resource version"))
+		logAll, _ = os.ReadFile(daemonLog)
+		var lines []string
+		for _, l := range strings.Split(string(logAll[len(logAtRestart):]), "\n") {
+			if strings.Contains(l, "component=client-go") || strings.Contains(l, "component=kubernetes") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		fig.add("the daemon's discovery log from the restart to the change (last 30 lines):\n    %s", strings.Join(lines, "\n    "))
+		select {
+		case a := <-seen:
+			fig.add("the same change on the test's own watch, opened after the restart: %.2f s", a.Seconds())
+		case <-time.After(time.Minute):
+			fig.add("the same change on the test's own watch, opened after the restart: not within a minute")
 		}
 	})
 
