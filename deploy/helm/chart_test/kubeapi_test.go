@@ -466,7 +466,7 @@ current-context: test
 			t.Fatalf("the misspelt field path does not decode: %v", err)
 		}
 		err := c.tryApply(t, bad, "llm", true)
-		if err == nil || !strings.Contains(err.Error(), `fieldRef.fieldPath: Unsupported value: "status.hostIp"`) {
+		if err == nil || !strings.Contains(err.Error(), `env[0].valueFrom.fieldRef.fieldPath: Invalid value: "status.hostIp"`) {
 			t.Errorf("a sidecar whose HOST_IP refers to status.hostIp: %v, want refused as an unsupported field path", err)
 		} else {
 			fig.add("%s with the field path status.hostIp: refused: %v", sidecarManifest, err)
@@ -481,7 +481,7 @@ current-context: test
 		}
 		targetsBefore, _ := sample(metrics(), "goodput_exporter_kubernetes_discovered_targets")
 		served := map[string]bool{}
-		podName := map[string]string{}
+		target := map[string]string{}
 		urls := map[string]string{}
 		start = time.Now()
 		for _, e := range engines {
@@ -493,13 +493,20 @@ current-context: test
 			}
 			pod := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
 			pod.Name, pod.Spec.NodeName = e.name+"-7c9d5b8f4-x2k9q", "node-a"
+			// The port the scrape annotation names, and its container: a
+			// pod of two containers is one target per scraped container,
+			// namespace/pod/container.
 			var enginePort int32
+			var container string
 			for _, ctr := range pod.Spec.Containers {
 				for _, p := range ctr.Ports {
-					if ctr.Name == "engine" && p.Name == "metrics" {
-						enginePort = p.ContainerPort
+					if p.Name == pod.Annotations["goodput-exporter.io/port"] {
+						enginePort, container = p.ContainerPort, ctr.Name
 					}
 				}
+			}
+			if container != "engine" {
+				t.Fatalf("%s: the scrape annotation's port %q is in container %q, want the engine's", e.name, pod.Annotations["goodput-exporter.io/port"], container)
 			}
 			addr := e.ip + ":" + strconv.Itoa(int(enginePort))
 			capture := readFile(t, filepath.Join(root, "collector/testdata/fixtures", e.capture))
@@ -524,7 +531,7 @@ current-context: test
 			if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			podName[e.name] = p.Name
+			target[e.name] = "llm/" + p.Name + "/" + container
 			urls[e.name] = "http://" + addr + "/metrics"
 		}
 		d := waitFor("the sidecar pods discovered and scraped", time.Minute, func() bool {
@@ -533,7 +540,7 @@ current-context: test
 				return false
 			}
 			for _, e := range engines {
-				if v, ok := sample(m, "llm_up", `target="llm/`+podName[e.name]+`"`); !ok || served[e.name] && v != 1 {
+				if v, ok := sample(m, "llm_up", `target="`+target[e.name]+`"`); !ok || served[e.name] && v != 1 {
 					return false
 				}
 			}
@@ -554,7 +561,7 @@ current-context: test
 			return html.UnescapeString(s)
 		}
 		for _, e := range engines {
-			s := section("llm/" + podName[e.name])
+			s := section(target[e.name])
 			if !strings.Contains(s, "exact: each request judged from the measuring proxy's spans") {
 				t.Errorf("%s: the status page does not call its goodput exact from the proxy's spans:\n%s", e.name, s)
 			}
