@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -427,6 +430,150 @@ current-context: test
 		fig.add("scrape annotation set to false to target dropped: %.2f s", d.Seconds())
 		if _, ok := sample(metrics(), "llm_up", `target="llm/vllm-1"`); ok {
 			t.Errorf("vllm-1 still has series after scrape=false")
+		}
+	})
+
+	// The measuring proxy's sidecar example (deploy/proxy-sidecar), as
+	// shipped: applied to the API server, its pods admitted as the
+	// Deployment controller would create them on node-a, and discovered
+	// by the daemon as proxied targets whose goodput is exact.
+	t.Run("proxy sidecar manifest", func(t *testing.T) {
+		docs := sidecarDocs(t)
+		start := time.Now()
+		if w := c.apply(t, docs, "llm", true); len(w) != 0 {
+			t.Errorf("warnings applying %s (dry run): %q", sidecarManifest, w)
+		}
+		dry := time.Since(start)
+		start = time.Now()
+		if w := c.apply(t, docs, "llm", false); len(w) != 0 {
+			t.Errorf("warnings applying %s: %q", sidecarManifest, w)
+		}
+		if t.Failed() {
+			return
+		}
+		fig.add("%s: server-side apply of %d objects, field validation Strict: dry run %.2f s, then for real %.2f s", sidecarManifest, len(docs), dry.Seconds(), time.Since(start).Seconds())
+
+		// What strict decoding cannot see: a field path the kubelet
+		// cannot resolve decodes into the Go types, and the API server
+		// refuses it.
+		bad := docs[0]
+		bad.yaml = strings.Replace(bad.yaml, "fieldPath: status.hostIP}", "fieldPath: status.hostIp}", 1)
+		var dep appsv1.Deployment
+		if bad.yaml == docs[0].yaml || bad.kind != "Deployment" {
+			t.Fatalf("%s: the first object is not a Deployment with a status.hostIP field reference", sidecarManifest)
+		}
+		if err := yaml.UnmarshalStrict([]byte(bad.yaml), &dep); err != nil {
+			t.Fatalf("the misspelt field path does not decode: %v", err)
+		}
+		err := c.tryApply(t, bad, "llm", true)
+		if err == nil || !strings.Contains(err.Error(), `env[0].valueFrom.fieldRef.fieldPath: Invalid value: "status.hostIp"`) {
+			t.Errorf("a sidecar whose HOST_IP refers to status.hostIp: %v, want refused as an unsupported field path", err)
+		} else {
+			fig.add("%s with the field path status.hostIp: refused: %v", sidecarManifest, err)
+		}
+
+		// The engines, on their own loopback addresses at the manifest's
+		// ports, serving real captures; the pods claim those addresses.
+		engines := []struct{ name, ip, capture string }{
+			{"vllm", "127.0.0.2", "vllm/v1-kops-conformance-2026-03-qwen2.5-0.5b.prom"},
+			{"sglang", "127.0.0.3", "sglang/sglang-from-source.prom"},
+			{"llamacpp", "127.0.0.4", "llamacpp/llamacpp-b11669-0.7.0-debian-light-load.prom"},
+		}
+		targetsBefore, _ := sample(metrics(), "goodput_exporter_kubernetes_discovered_targets")
+		served := map[string]bool{}
+		target := map[string]string{}
+		urls := map[string]string{}
+		start = time.Now()
+		for _, e := range engines {
+			// The Deployment as the API server stored it (defaults
+			// filled in): its template is what the ReplicaSet's pods get.
+			d, err := admin.AppsV1().Deployments("llm").Get(ctx, e.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+			pod.Name, pod.Spec.NodeName = e.name+"-7c9d5b8f4-x2k9q", "node-a"
+			// The port the scrape annotation names, and its container: a
+			// pod of two containers is one target per scraped container,
+			// namespace/pod/container.
+			var enginePort int32
+			var container string
+			for _, ctr := range pod.Spec.Containers {
+				for _, p := range ctr.Ports {
+					if p.Name == pod.Annotations["goodput-exporter.io/port"] {
+						enginePort, container = p.ContainerPort, ctr.Name
+					}
+				}
+			}
+			if container != "engine" {
+				t.Fatalf("%s: the scrape annotation's port %q is in container %q, want the engine's", e.name, pod.Annotations["goodput-exporter.io/port"], container)
+			}
+			addr := e.ip + ":" + strconv.Itoa(int(enginePort))
+			capture := readFile(t, filepath.Join(root, "collector/testdata/fixtures", e.capture))
+			if l, err := net.Listen("tcp", addr); err != nil {
+				// Something holds the port on every address; discovery
+				// is still checked, the scrape is not.
+				fig.add("%s: cannot serve the engine's capture on %s (%v): its scrape is not checked", e.name, addr, err)
+			} else {
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+					io.WriteString(w, capture)
+				})}
+				go srv.Serve(l)
+				t.Cleanup(func() { srv.Close() })
+				served[e.name] = true
+			}
+			p, err := pods.Create(ctx, pod, metav1.CreateOptions{FieldValidation: "Strict"})
+			if err != nil {
+				t.Fatalf("%s: the Deployment's pod refused: %v", e.name, err)
+			}
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: e.ip, PodIPs: []corev1.PodIP{{IP: e.ip}}, HostIP: "127.0.0.1"}
+			if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			target[e.name] = "llm/" + p.Name + "/" + container
+			urls[e.name] = "http://" + addr + "/metrics"
+		}
+		d := waitFor("the sidecar pods discovered and scraped", time.Minute, func() bool {
+			m := metrics()
+			if v, _ := sample(m, "goodput_exporter_kubernetes_discovered_targets"); v != targetsBefore+3 {
+				return false
+			}
+			for _, e := range engines {
+				if v, ok := sample(m, "llm_up", `target="`+target[e.name]+`"`); !ok || served[e.name] && v != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		fig.add("sidecar pods' status set to all three discovered (and scraped where served): %.2f s", d.Seconds())
+		// The status page names each pod's goodput exact, from the
+		// proxy's spans, and scrapes the engine's own port, not the
+		// proxy's; vllm-0, without the annotation, stays on bounds.
+		_, page := get("/")
+		section := func(target string) string {
+			_, s, ok := strings.Cut(page, `data-target="`+target+`"`)
+			if !ok {
+				t.Errorf("the status page has no section for %s", target)
+				return ""
+			}
+			s, _, _ = strings.Cut(s, "</section>")
+			return html.UnescapeString(s)
+		}
+		for _, e := range engines {
+			s := section(target[e.name])
+			if !strings.Contains(s, "exact: each request judged from the measuring proxy's spans") {
+				t.Errorf("%s: the status page does not call its goodput exact from the proxy's spans:\n%s", e.name, s)
+			}
+			if !strings.Contains(s, "<td>"+urls[e.name]+"</td>") {
+				t.Errorf("%s: the status page does not show the engine's own port %s:\n%s", e.name, urls[e.name], s)
+			}
+			if !strings.Contains(s, "<td>"+e.name+"</td>") {
+				t.Errorf("%s: the status page does not name the engine %s:\n%s", e.name, e.name, s)
+			}
+		}
+		if s := section("llm/vllm-0"); !strings.Contains(s, "bounds: from the engine's histograms only") {
+			t.Errorf("vllm-0, not behind the proxy: the status page does not say bounds:\n%s", s)
 		}
 	})
 

@@ -21,32 +21,24 @@ import (
 // that scrapes the engine's own port, matched to the proxy's spans by
 // the pod's name and namespace.
 func TestProxySidecarManifest(t *testing.T) {
-	raw, err := os.ReadFile(root + "/deploy/proxy-sidecar/engines.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	deployments := map[string]*appsv1.Deployment{}
 	services := map[string]*corev1.Service{}
-	for _, d := range strings.Split(string(raw), "\n---\n") {
-		var meta struct{ Kind string }
-		if err := yaml.Unmarshal([]byte(d), &meta); err != nil || meta.Kind == "" {
-			continue // the leading comment
-		}
-		switch meta.Kind {
+	for _, d := range sidecarDocs(t) {
+		switch d.kind {
 		case "Deployment":
 			var o appsv1.Deployment
-			if err := yaml.UnmarshalStrict([]byte(d), &o); err != nil {
+			if err := yaml.UnmarshalStrict([]byte(d.yaml), &o); err != nil {
 				t.Fatalf("a Deployment does not decode strictly: %v", err)
 			}
 			deployments[o.Name] = &o
 		case "Service":
 			var o corev1.Service
-			if err := yaml.UnmarshalStrict([]byte(d), &o); err != nil {
+			if err := yaml.UnmarshalStrict([]byte(d.yaml), &o); err != nil {
 				t.Fatalf("a Service does not decode strictly: %v", err)
 			}
 			services[o.Name] = &o
 		default:
-			t.Fatalf("unexpected kind %s", meta.Kind)
+			t.Fatalf("unexpected kind %s", d.kind)
 		}
 	}
 	rules := gediscovery.Rules{Node: "node-a"}
@@ -114,6 +106,34 @@ func TestProxySidecarManifest(t *testing.T) {
 			t.Errorf("%s: discovered %+v", name, tg)
 		}
 	}
+}
+
+// sidecarManifest is the measuring proxy's sidecar example.
+const sidecarManifest = "deploy/proxy-sidecar/engines.yaml"
+
+// sidecarDocs splits the sidecar example into its objects, in file order
+// (TestRealAPIServer applies them to a real API server).
+func sidecarDocs(t *testing.T) []doc {
+	t.Helper()
+	raw, err := os.ReadFile(root + "/" + sidecarManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []doc
+	for _, d := range strings.Split(string(raw), "\n---\n") {
+		var meta struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		if err := yaml.Unmarshal([]byte(d), &meta); err != nil {
+			t.Fatalf("%s: %v", sidecarManifest, err)
+		}
+		if meta.Kind == "" {
+			continue // the leading comment
+		}
+		out = append(out, doc{template: sidecarManifest, kind: meta.Kind, name: meta.Metadata.Name, yaml: d})
+	}
+	return out
 }
 
 // otlp.httpPort opens the daemon's OTLP/HTTP receiver on a hostPort, where
