@@ -130,7 +130,7 @@ func run(doc string, count int) error {
 		figure{"fig-proxy-cpu-per-chunk", fmt.Sprintf("%.2f×", pc["ratio"]),
 			"CPU time per streamed chunk of the measuring proxy over a bare `httputil.ReverseProxy` in the same run, chunks arriving one at a time as a decoding engine writes them (`BenchmarkChunkCPU/paced`, medians)", proxyRoots},
 		figure{"fig-proxy-added-latency", fmt.Sprintf("%.0f µs", ttfb),
-			"time to first byte through the measuring proxy minus direct, p50, one stream (`BenchmarkAddedLatency/1`, median; wall time, as latency is)", proxyRoots})
+			"time to first byte through the measuring proxy minus direct, p50, one stream (`BenchmarkAddedLatency/streams=1`, median; wall time, as latency is)", proxyRoots})
 
 	fmt.Fprintln(os.Stderr, "figures: the whole daemon (about three minutes)")
 	d, err := daemon()
@@ -199,40 +199,27 @@ func parseBench(count int) (map[string]float64, error) {
 	return med, nil
 }
 
-var metric = regexp.MustCompile(`([\d.]+) ([a-z/-]+)`)
-
 // renderBench runs BenchmarkRenderVsParse and returns the median of each
 // metric it reports.
 func renderBench(count int) (map[string]float64, error) {
-	out, err := figures.Output("go", "test", "-run", "^$", "-count", strconv.Itoa(count), "-bench", "^BenchmarkRenderVsParse$", "./exporter/")
+	med, err := benchMedians("^BenchmarkRenderVsParse$", "", count, "./exporter/")
 	if err != nil {
 		return nil, err
 	}
-	runs := map[string][]float64{}
-	for _, line := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(line, "BenchmarkRenderVsParse") {
-			continue
-		}
-		for _, m := range metric.FindAllStringSubmatch(line, -1) {
-			v, _ := strconv.ParseFloat(m[1], 64)
-			runs[m[2]] = append(runs[m[2]], v)
-		}
-	}
-	med := map[string]float64{}
-	for k, v := range runs {
-		slices.Sort(v)
-		med[k] = v[len(v)/2]
-	}
 	if med["render/parse"] == 0 {
-		return nil, fmt.Errorf("BenchmarkRenderVsParse reported no render/parse:\n%s", out)
+		return nil, fmt.Errorf("BenchmarkRenderVsParse reported no render/parse: %v", med)
 	}
 	return med, nil
 }
 
 // benchMedians runs the benchmarks that match in pkg and returns the
-// median of each metric they report.
+// median of each metric they report (benchtime "": go test's default).
 func benchMedians(bench, benchtime string, count int, pkg string) (map[string]float64, error) {
-	out, err := figures.Output("go", "test", "-run", "^$", "-count", strconv.Itoa(count), "-benchtime", benchtime, "-bench", bench, pkg)
+	args := []string{"test", "-run", "^$", "-count", strconv.Itoa(count), "-bench", bench}
+	if benchtime != "" {
+		args = append(args, "-benchtime", benchtime)
+	}
+	out, err := figures.Output("go", append(args, pkg)...)
 	if err != nil {
 		return nil, err
 	}
