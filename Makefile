@@ -161,8 +161,9 @@ fuzz:
 
 # figures measures every figure of docs/benchmarks.md's "Cited figures"
 # again (parse benchmarks against expfmt and PromParser, render against
-# parse, the whole daemon's CPU time and memory from /proc) and rewrites
-# the table with the commit, date and machine; about five minutes. Commit
+# parse, the measuring proxy, the whole daemon's CPU time and memory from
+# /proc, and make test from an empty build cache) and rewrites the table
+# with the commit, date and machine; about twenty minutes. Commit
 # first: a figure names the commit it was measured at, and
 # internal/docscheck fails when what it measures changed after it.
 figures:

@@ -13,6 +13,11 @@ import (
 	"strings"
 )
 
+// MeasuringEnv is set in the environment of the test suite that make
+// figures runs to time it: the staleness check stands aside there, since
+// the figures it checks are the ones being measured again.
+const MeasuringEnv = "GOODPUT_FIGURES_MEASURING"
+
 // Paths are the files a figure measures, relative to the module's root:
 // the directories of the roots' packages (say "./collector") and of what
 // they import within this module, tests included, and go.mod and go.sum.
