@@ -149,8 +149,14 @@ slos:
 		go func() { defer wg.Done(); all[i] = playMeasured(client, front.URL, r, model, speed, clock) }()
 	}
 	wg.Wait()
+	// A client that hung up returns before the proxy's handler has
+	// finished with its request: Close waits for every handler, so every
+	// record is in byID and queued for the daemon before the exporter stops.
+	front.Close()
 	expCancel()
 	<-exp.Done()
+	recMu.Lock()
+	defer recMu.Unlock()
 
 	// Each request judged twice by the rules of docs/otlp.md: from what
 	// the client timed itself, and from the proxy's record of it.
