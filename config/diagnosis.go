@@ -57,6 +57,7 @@ type DiagnosisThresholds struct {
 	SaturationJump       *float64  `yaml:"saturation_jump"`
 	QueueSustain         *Duration `yaml:"queue_sustain"`
 	QueueStandingBatches *float64  `yaml:"queue_standing_batches"`
+	QueuePauseWaits      *float64  `yaml:"queue_pause_waits"`
 }
 
 // thresholdKind says what values a threshold accepts.
@@ -120,6 +121,7 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("saturation_jump", factor, t.SaturationJump, &out.SaturationJump),
 		d("queue_sustain", t.QueueSustain, &out.QueueSustain),
 		f("queue_standing_batches", positive, t.QueueStandingBatches, &out.QueueStandingBatches),
+		f("queue_pause_waits", positive, t.QueuePauseWaits, &out.QueuePauseWaits),
 	}
 }
 

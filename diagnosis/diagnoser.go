@@ -32,8 +32,13 @@ type ModeState struct {
 type Verdict struct {
 	At time.Time
 	// Ready is false until the window is covered by history; no mode is
-	// raised before.
-	Ready    bool
+	// raised before, but queue_growth (see Early).
+	Ready bool
+	// Early is set while the daemon is not Ready yet but its history
+	// covers half a window: queue_growth, which compares with no
+	// baseline, is judged from then on, so that an overload under way
+	// when the daemon starts is named within two windows of its start.
+	Early    bool
 	Window   Signals
 	Baseline Signals
 	// QueueSlopeBar and QueueWaitingBar are the bars queue_growth judged
@@ -75,6 +80,9 @@ type Diagnoser struct {
 	// were dropped as episode samples: the baseline reaches back past
 	// them, so that it keeps Baseline of history outside any episode.
 	frozen []span
+	// stir is when the queue began to grow past the fixed bars without
+	// a break (zero when it does not): see queueStirring.
+	stir time.Time
 	// bounds interns histogram layouts: every scrape parses its own copy,
 	// and the samples of the baseline would otherwise each keep one.
 	bounds [snapshot.NumHists][]float64
@@ -253,16 +261,32 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 	}
 	// The window is judged once history covers it: a sample at least one
 	// window old exists.
-	v.Ready = len(base) > 0 && v.Window.Cycles >= 2
-	baseReady := len(base) >= 2 && base[len(base)-1].t.Sub(base[0].t) >= d.set.Window/2
+	// The window is covered once a sample older than it is kept, or
+	// episode samples left it (frozen): an episode from the daemon's
+	// start keeps every sample out of the baseline.
+	v.Ready = v.Window.Cycles >= 2 && (len(base) > 0 || len(d.frozen) > 0)
+	v.Early = !v.Ready && v.Window.Cycles >= 2 && v.Window.Span >= d.set.Window/2
+	// The baseline is ready once its samples cover half a window: the
+	// time they measured, not the time between the first and the last
+	// (an episode's samples never enter it, so an episode in the first
+	// window leaves a few samples of start-up on either side of a gap).
+	baseReady := len(base) >= 2 && v.Baseline.Span >= d.set.Window/2
 	sup := support(snap, d.prev, v.Window)
 	var raw [NumModes]bool
 	var why [NumModes]string
 	for m := range NumModes {
-		if !v.Ready || len(sup[m]) > 0 {
+		judged := v.Ready || v.Early && m == QueueGrowth
+		if !judged || len(sup[m]) > 0 {
 			continue
 		}
 		raw[m], why[m] = rules[m](&v.Window, &v.Baseline, baseReady, d.run[m].raised, &d.set.Thresholds, &d.obj)
+		// A queue that has begun to match and pauses during the sustain
+		// is held as a raised one is while it stands long enough to
+		// break TTFT by itself (queuePaused): an overload's queue
+		// pauses, a surge at the knee holds too few requests to.
+		if m == QueueGrowth && !raw[m] && !d.run[m].raised && d.run[m].hits > 0 && queuePaused(&v.Window, &d.set.Thresholds, &d.obj) {
+			raw[m], why[m] = rules[m](&v.Window, &v.Baseline, baseReady, true, &d.set.Thresholds, &d.obj)
+		}
 	}
 	// The baseline is what the target looks like outside an episode: the
 	// samples of a window in which any mode matches, and of every window
@@ -275,6 +299,17 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 	if episode {
 		for i := range win {
 			win[i].episode = true
+		}
+	}
+	// The sustain of a queue judged against bars scaled by its batch
+	// counts from when it began to grow past the fixed bars (stirring).
+	if v.Ready || v.Early {
+		if queueStirring(&v.Window, &d.set.Thresholds) {
+			if d.stir.IsZero() {
+				d.stir = now
+			}
+		} else {
+			d.stir = time.Time{}
 		}
 	}
 	// Precedence on the raw answers: a mode explained by another that
@@ -308,6 +343,9 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 		case eff[m]:
 			if r.hits == 0 {
 				r.from = now
+				if m == QueueGrowth && !d.stir.IsZero() {
+					r.from = d.stir
+				}
 			}
 			r.hits++
 			r.clean = 0
@@ -320,7 +358,13 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 			}
 		default:
 			r.clean++
-			r.hits = 0
+			// A queue's run of matches survives fewer than Leave clean
+			// judgements, as a raised mode does: an overload's queue
+			// pauses for a scrape or two (clients that time out, a
+			// batch of short requests), and a pause is no drain.
+			if m != QueueGrowth || r.clean >= d.set.Leave {
+				r.hits = 0
+			}
 			if r.raised && r.clean >= d.set.Leave {
 				r.raised = false
 			}

@@ -205,7 +205,7 @@ func drive(t *testing.T, s Settings, n int, i *int) [][]Mode {
 
 func TestHysteresisFlapping(t *testing.T) {
 	// Matching every other judgement never reaches enter=2.
-	i := scripted(t, map[Mode]func(int) bool{QueueGrowth: func(i int) bool { return i%2 == 0 }})
+	i := scripted(t, map[Mode]func(int) bool{KVPreemption: func(i int) bool { return i%2 == 0 }})
 	for k, r := range drive(t, settings(), 20, i) {
 		if len(r) > 0 {
 			t.Fatalf("judgement %d: %v raised on flapping input", k, r)
@@ -265,29 +265,34 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
-// queue_growth is raised once it has matched queue_sustain on end, and a
-// clean judgement starts the count again; other modes keep enter alone.
-// Judgements every 5 s, queue_sustain 40 s: matches from judgement 0 to
-// 6 (30 s, not raised), a clean one at 7, matches again from 8: 40 s
-// later is judgement 16, the first raised. decode_saturation (which
-// neither explains a queue nor is explained by one) matches from 0 and is
-// raised at 1 (enter 2).
+// queue_growth is raised once it has matched queue_sustain on end; a
+// break of fewer than leave clean judgements (a queue that pauses for a
+// scrape or two) does not start the count again, a break of leave does;
+// other modes keep enter alone. Judgements every 5 s, queue_sustain 40
+// s, leave 3: matches from judgement 0 to 6, one clean at 7, matches
+// from 8 to 11 (the run from 0 goes on), three clean at 12 to 14, then
+// matches again from 15: the first run reaches 40 s at judgement 8 and
+// is raised there; it clears at the third clean judgement (14) and the
+// run from 15 is raised 40 s later, at 23. decode_saturation (which
+// neither explains a queue nor is explained by one) matches from 0 and
+// is raised at 1 (enter 2).
 func TestQueueSustain(t *testing.T) {
 	i := scripted(t, map[Mode]func(int) bool{
-		QueueGrowth:      func(i int) bool { return i != 7 },
+		QueueGrowth:      func(i int) bool { return i != 7 && (i < 12 || i > 14) },
 		DecodeSaturation: func(int) bool { return true },
 	})
 	s := settings()
 	s.Thresholds.QueueSustain = 40
-	got := drive(t, s, 20, i)
+	got := drive(t, s, 26, i)
 	for k, r := range got {
 		var q, kv bool
 		for _, m := range r {
 			q = q || m == QueueGrowth
 			kv = kv || m == DecodeSaturation
 		}
-		if q != (k >= 16) {
-			t.Errorf("judgement %d: queue_growth raised %v, want %v", k, q, k >= 16)
+		want := k >= 8 && k < 14 || k >= 23
+		if q != want {
+			t.Errorf("judgement %d: queue_growth raised %v, want %v", k, q, want)
 		}
 		if kv != (k >= 1) {
 			t.Errorf("judgement %d: decode_saturation raised %v, want %v", k, kv, k >= 1)

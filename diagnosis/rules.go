@@ -25,14 +25,32 @@ var rules = [NumModes]rule{
 	EngineStall:         engineStall,
 }
 
-// atCeiling: the running batch sits at the largest batch observed.
+// atCeiling: the running batch sits at the largest batch observed, over
+// the window or over its last quarter (a batch that filled during the
+// window is at its ceiling now, while its mean still holds the minute
+// before).
 func atCeiling(w *Signals, th *Thresholds) bool {
-	return w.Running.OK && w.RunningCeiling.OK && w.RunningCeiling.V > 0 && w.Running.V >= th.CeilingShare*w.RunningCeiling.V
+	if !w.RunningCeiling.OK || w.RunningCeiling.V <= 0 {
+		return false
+	}
+	bar := th.CeilingShare * w.RunningCeiling.V
+	return w.Running.OK && w.Running.V >= bar || w.RunningRecent.OK && w.RunningRecent.V >= bar
 }
 
+// growing: the queue grows at least at the slope's bar, and its mean is
+// at least the queue's bar; where the bar is scaled by the batch (no
+// request rate), the queue over the window's last quarter may stand in
+// for its mean: that bar is several times the rate's (a quarter of a
+// batch of 128 against a third of a second of requests), and a queue
+// growing at 0.6 a second reached it half a window after it was there
+// (the slower model at 1.25 times its knee, tuning seeds 2 to 19).
 func growing(w *Signals, th *Thresholds) bool {
 	slope, least := queueBars(w, th)
-	return w.WaitingSlope.OK && w.WaitingSlope.V >= slope && w.Waiting.V >= least
+	queue := w.Waiting.V
+	if !w.RequestsPerSecond.OK && w.WaitingRecent.OK {
+		queue = max(queue, w.WaitingRecent.V)
+	}
+	return w.WaitingSlope.OK && w.WaitingSlope.V >= slope && queue >= least
 }
 
 // queueBars are the slope and the mean queue from which a queue counts
@@ -118,6 +136,37 @@ func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bo
 	return ok, fmt.Sprintf("waiting %.1f growing %+.2f/s (>= %.2f/s from %.0f waiting, %s), or standing at >= %.0f with TTFT attainment %s (< %.2f) or a wait of %s at the rate served (>= %.1fs); running %.1f of ceiling %.0f (>= %.0f%%); KV usage %s (< %.2f)",
 		w.Waiting.V, w.WaitingSlope.V, slope, least, barsBasis(w), long, show(w.TTFTAttainment, "%.3f", 1), th.TTFTHold, show(wait, "%.1fs", 1), o.TTFTLatency,
 		w.Running.V, w.RunningCeiling.V, 100*th.CeilingShare, show(w.KVUsage, "%.2f", 1), th.KVHigh)
+}
+
+// queueStirring: where the engine counts no requests and the queue's
+// bar is scaled by the batch, the queue grows past the fixed bars
+// (QueueSlope, QueueMinWaiting) with the batch at its ceiling and the
+// cache below pressure. queue_growth's sustain counts from then: the
+// scaled bar (a quarter of the batch) is met half a minute or more
+// after a steady overload's queue began to grow, while the sustain is
+// there to outlast a surge.
+func queueStirring(w *Signals, th *Thresholds) bool {
+	if w.RequestsPerSecond.OK || !w.Waiting.OK || !w.WaitingSlope.OK {
+		return false
+	}
+	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
+	_, least := queueBars(w, th)
+	return w.WaitingSlope.V >= th.QueueSlope && w.Waiting.V >= max(th.QueueMinWaiting, least/3) && atCeiling(w, th) && kvOK
+}
+
+// queuePaused: the queue holds at least QueuePauseWaits TTFT objectives
+// of waiting at the rate requests are served (Little's law), or, where
+// the engine counts no requests, the growing queue's bar (scaled by the
+// batch, it already holds a quarter of it).
+func queuePaused(w *Signals, th *Thresholds, o *Objectives) bool {
+	if !w.Waiting.OK {
+		return false
+	}
+	if w.RequestsPerSecond.OK && w.RequestsPerSecond.V > 0 {
+		return w.Waiting.V/w.RequestsPerSecond.V >= th.QueuePauseWaits*o.TTFTLatency
+	}
+	_, least := queueBars(w, th)
+	return w.Waiting.V >= least
 }
 
 // standingBar is the queue from which a flat queue counts: at least

@@ -57,6 +57,10 @@ type Thresholds struct {
 	// matched this long without a break. A queue that outgrows its engine
 	// keeps growing; one that surges at the knee drains again.
 	QueueSustain float64 `yaml:"queue_sustain"`
+	// QueuePauseWaits: a queue that began to match and pauses during
+	// QueueSustain still counts while it holds this many TTFT objectives
+	// of waiting at the rate served.
+	QueuePauseWaits float64 `yaml:"queue_pause_waits"`
 	// CeilingShare of the observed batch ceiling counts as "at the
 	// ceiling".
 	CeilingShare float64 `yaml:"ceiling_share"`
@@ -177,6 +181,11 @@ func DefaultThresholds() Thresholds {
 		// 40 s after the window first shows it, 1m35s after its onset
 		// at 5 s scrapes, within the two windows a lever is given.
 		QueueSustain: 40,
+		// An overload's queue paused for 12 s at 3.2 s of waiting
+		// (chat at 1.25 times its knee, tuning seed 7), and its sustain
+		// began again; a surge at the knee held 0.9 s of waiting for
+		// longer than the sustain (bursty shape, tuning seed 13).
+		QueuePauseWaits: 2,
 		// Schedulers leave a few slots free while a prefill chunk fills
 		// the step budget, so "at the ceiling" is 90 % of it.
 		CeilingShare: 0.9,
@@ -275,6 +284,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Thresholds.QueueSustain < 0 {
 		errs = append(errs, fmt.Errorf("queue_sustain %gs must not be negative", s.Thresholds.QueueSustain))
+	}
+	if s.Thresholds.QueuePauseWaits < 0 {
+		errs = append(errs, fmt.Errorf("queue_pause_waits %g must not be negative", s.Thresholds.QueuePauseWaits))
 	}
 	return errors.Join(errs...)
 }

@@ -25,6 +25,12 @@ type Signals struct {
 	// largest running batch seen in the baseline and the window, the
 	// batch ceiling as far as it can be observed.
 	Waiting, WaitingSlope, Running, RunningCeiling Value
+	// RunningRecent is the mean running batch over the last quarter of
+	// the span (at least two samples): the batch now, which the mean
+	// over a window that began before a queue formed understates.
+	RunningRecent Value
+	// WaitingRecent is the mean queue over the same last quarter.
+	WaitingRecent Value
 	// KVUsage is the mean KV-cache usage (the fullest model's).
 	KVUsage Value
 	// KVPerRunning is the median over the samples of KV usage over the
@@ -244,6 +250,8 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		}
 	}
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
+	sig.RunningRecent = recent(ss, func(s *sample) Value { return s.running })
+	sig.WaitingRecent = recent(ss, func(s *sample) Value { return s.waiting })
 	if len(perRunning) > 0 {
 		slices.Sort(perRunning)
 		n := len(perRunning)
@@ -451,4 +459,26 @@ func silence(ss []sample) Value {
 		return Value{}
 	}
 	return some(silent)
+}
+
+// recent is the mean of a gauge over the samples in the last quarter of
+// ss's time, absent with fewer than two such samples.
+func recent(ss []sample, gauge func(*sample) Value) Value {
+	if len(ss) == 0 {
+		return Value{}
+	}
+	last := ss[len(ss)-1].t
+	from := last.Add(-last.Sub(ss[0].t) / 4)
+	var m mean
+	k := 0
+	for i := len(ss) - 1; i >= 0 && !ss[i].t.Before(from); i-- {
+		if g := gauge(&ss[i]); g.OK {
+			m.add(g)
+			k++
+		}
+	}
+	if k < 2 {
+		return Value{}
+	}
+	return m.value()
 }

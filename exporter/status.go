@@ -61,7 +61,8 @@ type statusTarget struct {
 	// Implausible are the series whose increase the last scrape refused.
 	Implausible []string
 	Models      []string
-	// Verdict is "pending", "warming up", "none" or the raised modes.
+	// Verdict is "pending", "warming up", "none" or the raised modes
+	// (queue_growth may be raised while the others are warming up).
 	Verdict     string
 	Failing     bool
 	Raised      []raisedMode
@@ -189,6 +190,9 @@ func verdictParts(v diagnosis.Verdict) (verdict string, raised []raisedMode, uns
 		}
 	}
 	switch {
+	case !v.Ready && len(names) > 0:
+		// queue_growth is judged from half a window of history.
+		verdict = strings.Join(names, ", ") + " (the other modes warming up: less than one window of history)"
 	case !v.Ready:
 		verdict = "warming up (less than one window of history)"
 	case len(names) == 0:

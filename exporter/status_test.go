@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 )
 
 func TestRefreshSeconds(t *testing.T) {
@@ -185,5 +186,24 @@ func TestStatusPageGoodputSource(t *testing.T) {
 		if !strings.Contains(section, want) {
 			t.Errorf("%s: the page does not say %q:\n%s", name, want, section)
 		}
+	}
+}
+
+// queue_growth is judged from half a window of history: raised before
+// the window is covered, the page names it, and says the other modes are
+// still warming up.
+func TestVerdictNamesAQueueRaisedWhileWarmingUp(t *testing.T) {
+	var v diagnosis.Verdict
+	for _, m := range diagnosis.Modes() {
+		v.Modes[m].Supported = true
+	}
+	verdict, _, _ := verdictParts(v)
+	if !strings.HasPrefix(verdict, "warming up") {
+		t.Errorf("nothing raised before a window: verdict %q, want warming up", verdict)
+	}
+	v.Modes[diagnosis.QueueGrowth].Raised = true
+	verdict, raised, _ := verdictParts(v)
+	if !strings.HasPrefix(verdict, "queue_growth") || !strings.Contains(verdict, "warming up") || len(raised) != 1 {
+		t.Errorf("queue_growth raised before a window: verdict %q (%d raised), want it named and the others warming up", verdict, len(raised))
 	}
 }

@@ -163,11 +163,12 @@ func (c Config) fastestBurn() BurnAlert {
 
 // raisedAfter says after what the classifier raises mode: DiagnosisEnter
 // matching judgements in a row, which for queue_growth must also span
-// DiagnosisQueueSustain.
+// DiagnosisQueueSustain, breaks of fewer than DiagnosisLeave clean
+// judgements (or a standing queue's pause) not counting as breaks.
 func (c Config) raisedAfter(mode string) string {
 	s := fmt.Sprintf("%d matching judgements in a row", c.DiagnosisEnter)
 	if mode == "queue_growth" && c.DiagnosisQueueSustain > 0 {
-		s += fmt.Sprintf(" spanning at least %s (queue_sustain: a queue at the knee surges and drains within tens of seconds)", promDuration(c.DiagnosisQueueSustain))
+		s += fmt.Sprintf(" spanning at least %s (queue_sustain: a queue at the knee surges and drains within tens of seconds; fewer than %d clean judgements, or a pause of a queue long enough to break TTFT by itself, do not break the run)", promDuration(c.DiagnosisQueueSustain), c.DiagnosisLeave)
 	}
 	return s
 }

@@ -1,0 +1,166 @@
+package diagnosis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/snapshot"
+)
+
+// overloaded builds the snapshots of an engine whose batch sits at 128
+// while its queue grows: waiting(t) requests at t seconds, 100 requests
+// a cycle (20 a second) admitted with a TTFT of 2 s and finished, unless
+// noRate (an engine that counts no requests, as llama.cpp: no TTFT
+// histogram, no finish reasons). Tokens come out every cycle.
+type overloaded struct {
+	waiting func(t float64) float64
+	noRate  bool
+	gen     float64
+	fin     float64
+	ttft    *snapshot.Histogram
+}
+
+func newOverloaded(waiting func(float64) float64, noRate bool) *overloaded {
+	return &overloaded{waiting: waiting, noRate: noRate,
+		ttft: &snapshot.Histogram{Bounds: []float64{0.1, 0.5, 1, 2.5}, Cumulative: make([]float64, 4)}}
+}
+
+func (o *overloaded) snap(i int) (time.Time, *snapshot.Snapshot) {
+	at := t0.Add(time.Duration(i) * 5 * time.Second)
+	o.gen += 2500
+	o.fin += 100
+	observe(o.ttft, 2, 100)
+	m := snapshot.Model{Name: "m"}
+	m.Gauges[snapshot.Running] = snapshot.Value{V: 128, OK: true}
+	m.Gauges[snapshot.Waiting] = snapshot.Value{V: o.waiting(5 * float64(i)), OK: true}
+	m.Counters[snapshot.GenerationTokens] = snapshot.Value{V: o.gen, OK: true}
+	kind := snapshot.VLLM
+	if o.noRate {
+		kind = snapshot.LlamaCPP
+	} else {
+		m.Finished = map[string]float64{"stop": o.fin}
+		m.Hists[snapshot.TTFT] = o.ttft.Clone()
+	}
+	return at, &snapshot.Snapshot{Target: "t", Engine: kind, Time: at, Models: []snapshot.Model{m}}
+}
+
+// firstRaised feeds n cycles of o to a new Diagnoser with the default
+// settings and returns when queue_growth was first raised (from the
+// first cycle; -1 if never), failing on any other mode.
+func firstRaised(t *testing.T, o *overloaded, n int) time.Duration {
+	t.Helper()
+	d := New(DefaultSettings())
+	for i := range n {
+		at, s := o.snap(i)
+		v := d.Observe(at, s, nil, false)
+		for _, m := range v.Raised() {
+			if m != QueueGrowth {
+				t.Fatalf("%v raised at %v: %s", m, at.Sub(t0), v.Modes[m].Evidence)
+			}
+		}
+		if v.Modes[QueueGrowth].Raised {
+			return at.Sub(t0)
+		}
+	}
+	return -1
+}
+
+// A daemon that starts while an overload is under way names it within
+// two windows of its start: queue_growth, which compares with no
+// baseline, is judged from half a window of history. Judged only once a
+// window is covered, the earliest raise is one window, a cycle and the
+// sustain (40 s) after the start: 1m45s.
+func TestOverloadUnderWayAtStart(t *testing.T) {
+	o := newOverloaded(func(t float64) float64 { return 2 * t }, false)
+	at := firstRaised(t, o, 40)
+	if at < 0 || at > 90*time.Second {
+		t.Fatalf("queue_growth raised at %v after the start, want within 1m30s", at)
+	}
+}
+
+// Where the engine counts no requests the queue's bar is a quarter of
+// the batch (32 of 128): a queue growing by 0.6 a second from the start
+// (the slower model at 1.25 times its knee) reaches it, by its mean over
+// a minute, after 1m47s, and then waited for the sustain. The queue over
+// the window's last quarter stands in for the mean (1m1s), and the
+// sustain counts from when the queue grew past a third of the bar
+// (queueStirring, 36 s): named at 1m20s; with the mean alone at 1m30s,
+// without the stirring at 1m40s.
+func TestBatchScaledQueueNamedInTime(t *testing.T) {
+	o := newOverloaded(func(t float64) float64 { return 0.6 * t }, true)
+	at := firstRaised(t, o, 40)
+	if at < 0 || at > 80*time.Second {
+		t.Fatalf("queue_growth raised at %v after the start, want within 1m20s", at)
+	}
+	// A queue that stirs past the fixed bars and stands under the
+	// batch's bar is never named.
+	o = newOverloaded(func(t float64) float64 { return min(t, 20) }, true)
+	if at := firstRaised(t, o, 60); at >= 0 {
+		t.Fatalf("a queue of 20 beside a batch of 128 raised queue_growth at %v", at)
+	}
+}
+
+// A queue that began to match and pauses during the sustain is held as a
+// raised one would be while its wait at the rate served is at least
+// QueuePauseWaits TTFT objectives; a short queue's pause starts the
+// count again. The rule is scripted: it matches as growing for four
+// judgements, then only when held.
+func TestQueuePauseHoldsTheSustain(t *testing.T) {
+	saved := rules
+	t.Cleanup(func() { rules = saved })
+	k := new(int)
+	for m := range NumModes {
+		rules[m] = func(_, _ *Signals, _, held bool, _ *Thresholds, _ *Objectives) (bool, string) {
+			return m == QueueGrowth && *k >= 0 && (*k < 4 || held), "scripted"
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		waiting float64 // beside 10 requests a cycle: 2 a second
+		want    int     // the judgement first raised; -1: none
+	}{
+		{"a standing queue of 80 (40 s of waiting)", 80, 8},
+		{"a queue of 1 (0.5 s of waiting)", 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, e := New(settings()), newEngine()
+			*k = -1
+			run(d, e, 0, 13, func(int) { e.healthy() })
+			got := -1
+			for j := range 20 {
+				*k = j
+				vs := run(d, e, 13+j, 1, func(int) { e.healthy(); e.waiting = tc.waiting })
+				if vs[0].Modes[QueueGrowth].Raised && got < 0 {
+					got = j
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("queue_growth first raised at judgement %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// The batch is at its ceiling when its mean over the window is, or its
+// mean over the window's last quarter: a batch that filled during the
+// window.
+func TestAtCeilingNow(t *testing.T) {
+	th := DefaultSettings().Thresholds
+	for _, tc := range []struct {
+		mean, recent float64
+		want         bool
+	}{
+		{128, 128, true},
+		{100, 128, true},
+		{100, 110, false},
+		{120, 0, true},
+	} {
+		w := Signals{Running: some(tc.mean), RunningCeiling: some(128)}
+		if tc.recent > 0 {
+			w.RunningRecent = some(tc.recent)
+		}
+		if got := atCeiling(&w, &th); got != tc.want {
+			t.Errorf("mean %v, last quarter %v of 128: at the ceiling %v, want %v", tc.mean, tc.recent, got, tc.want)
+		}
+	}
+}
