@@ -22,12 +22,12 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o goodput-exporter ./cmd/exporter
 
 # test is what CI runs (.ci/run): formatting, vet, then every test with the
-# race detector, then the failure-mode evaluation's CI share without it
-# (see accuracy), then the Helm chart's tests (their own module, so that
+# race detector, then the failure-mode evaluation's CI share and the
+# shapes' overload loads without it (see accuracy), then the Helm chart's tests (their own module, so that
 # the Helm library stays out of the daemon's).
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run '^TestFailModeEvaluation$$' ./accuracy/
+	$(GO) test -count=1 -run '^(TestFailModeEvaluation|TestShapeOverloads)$$' ./accuracy/
 	$(MAKE) chart-test
 
 # accuracy runs the failure-mode classifier's whole evaluation (every

@@ -239,6 +239,46 @@ func TestShapeKnees(t *testing.T) {
 	}
 }
 
+// TestShapeOverloads: at the load ShapeOverloads records for each shape
+// the engine's own queue outgrows it (at least 100 waiting after 8
+// minutes) on tuning seeds 1 to 5, and at every load of HealthyLoads
+// past the knee and under it the queue is under 100 after 20 minutes
+// (about 10 s of a core; make test runs it without the race detector).
+func TestShapeOverloads(t *testing.T) {
+	if raceEnabled {
+		t.Skip("long deterministic simulations: run without -race (the Makefile's test target does)")
+	}
+	const bar = 100
+	for _, s := range sim.Shapes {
+		over, ok := ShapeOverloads[s.Name]
+		if !ok {
+			t.Errorf("%s: no load in ShapeOverloads", s.Name)
+			continue
+		}
+		for seed := uint64(TuningSeedFirst); seed < TuningSeedFirst+5; seed++ {
+			q, err := ShapeQueue(s, over, seed, []time.Duration{8 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q[0] < bar {
+				t.Errorf("%s at %gx its knee, seed %d: %.0f waiting after 8 minutes, want at least %d", s.Name, over, seed, q[0], bar)
+			}
+			for _, l := range HealthyLoads {
+				if l <= 1 || l >= over {
+					continue
+				}
+				q, err := ShapeQueue(s, l, seed, []time.Duration{20 * time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if q[0] >= bar {
+					t.Errorf("%s at %gx its knee, seed %d: %.0f waiting after 20 minutes, want under %d (ShapeOverloads says it does not outgrow its engine)", s.Name, l, seed, q[0], bar)
+				}
+			}
+		}
+	}
+}
+
 // TestFailModeRates holds the record to what the README states: on the
 // evaluation seeds, every lever detected within two windows, with no
 // other mode raised and without flapping in at least 98 % of its runs

@@ -154,8 +154,8 @@ func parseHealthy(f []string) (HealthyOutcome, error) {
 }
 
 // WriteHealthyMarkdown writes the healthy table: per shape, load and
-// cadence, the runs that passed (nothing raised at or under the knee;
-// queue_growth alone past it), the modes raised, and for the load past
+// cadence, the runs that passed (HealthyOutcome.Pass), the modes
+// raised, and for the loads past
 // the knee when queue_growth was first raised (median / P90 / max).
 func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 	type key struct {
@@ -240,8 +240,11 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 			raised = append(raised, fmt.Sprintf("%s (%d)", m, count[m]))
 		}
 		want := "nothing raised"
-		if k.load > 1 {
-			want = "queue_growth alone"
+		switch c := (HealthyCase{Shape: g[0].Case.Shape, Load: k.load}); {
+		case c.Overload():
+			want = fmt.Sprintf("queue_growth alone within %v", NameWithin())
+		case k.load > 1:
+			want = "nothing but queue_growth"
 		}
 		qs := "—"
 		if k.load > 1 {

@@ -80,6 +80,10 @@ type Diagnoser struct {
 	// were dropped as episode samples: the baseline reaches back past
 	// them, so that it keeps Baseline of history outside any episode.
 	frozen []span
+	// born is when the history began (the first sample after none);
+	// based is set once a baseline sample has been kept since.
+	born  time.Time
+	based bool
 	// stir is when the queue began to grow past the fixed bars without
 	// a break (zero when it does not): see queueStirring.
 	stir time.Time
@@ -141,6 +145,9 @@ func (d *Diagnoser) Observe(now time.Time, snap *snapshot.Snapshot, gpus []gpu.D
 	}
 	if !gpuKnown {
 		s.gpu = gpuSample{}
+	}
+	if len(d.hist) == 0 {
+		d.born, d.based = now, false
 	}
 	d.hist = append(d.hist, s)
 	d.prune(now)
@@ -262,9 +269,11 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 	// The window is judged once history covers it: a sample at least one
 	// window old exists.
 	// The window is covered once a sample older than it is kept, or
-	// episode samples left it (frozen): an episode from the daemon's
-	// start keeps every sample out of the baseline.
-	v.Ready = v.Window.Cycles >= 2 && (len(base) > 0 || len(d.frozen) > 0)
+	// episode samples left it (frozen), or, where the history has been
+	// one episode since it began (a daemon started during an overload:
+	// no sample ever entered the baseline), once it began a window ago.
+	d.based = d.based || len(base) > 0
+	v.Ready = v.Window.Cycles >= 2 && (len(base) > 0 || len(d.frozen) > 0 || !d.based && !now.Before(d.born.Add(d.set.Window)))
 	v.Early = !v.Ready && v.Window.Cycles >= 2 && v.Window.Span >= d.set.Window/2
 	// The baseline is ready once its samples cover half a window: the
 	// time they measured, not the time between the first and the last

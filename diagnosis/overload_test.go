@@ -164,3 +164,26 @@ func TestAtCeilingNow(t *testing.T) {
 		}
 	}
 }
+
+// A daemon whose history has been one episode since it started (an
+// overload under way at its start: no sample ever enters the baseline)
+// is ready once its history is a window old, so that its other modes are
+// judged too; the llama.cpp format of the simulator at 1.25 times the
+// chat's knee stayed "warming up" for 6 minutes.
+func TestReadyAfterAnEpisodeFromTheStart(t *testing.T) {
+	for _, noRate := range []bool{false, true} {
+		o := newOverloaded(func(t float64) float64 { return 2 * t }, noRate)
+		d := New(DefaultSettings())
+		var v Verdict
+		for i := range 30 {
+			at, s := o.snap(i)
+			v = d.Observe(at, s, nil, false)
+			if at.Sub(t0) < DefaultSettings().Window && v.Ready {
+				t.Fatalf("no rate %v: ready at %v, before a window of history", noRate, at.Sub(t0))
+			}
+		}
+		if !v.Ready || !v.Modes[QueueGrowth].Raised {
+			t.Errorf("no rate %v: after 2m30s of an overload from the start: ready %v, queue_growth raised %v", noRate, v.Ready, v.Modes[QueueGrowth].Raised)
+		}
+	}
+}
