@@ -27,9 +27,15 @@ func TestHeldRules(t *testing.T) {
 		// 100 - 1.6/s x 60 s = 4 < 5.
 		{QueueGrowth, "100 draining at 1.6/s", func(w *Signals) { w.Running, w.Waiting, w.WaitingSlope = v(100), v(100), v(-1.6) }, false, false},
 		{QueueGrowth, "4.9 waiting", func(w *Signals) { w.Running, w.Waiting, w.WaitingSlope = v(100), v(4.9), v(0) }, false, false},
-		{QueueGrowth, "plateau with the cache full", func(w *Signals) {
-			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage = v(100), v(2000), v(0), v(0.95)
+		{QueueGrowth, "plateau with the cache full, preempting", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage, w.PreemptionsPerSecond = v(100), v(2000), v(0), v(0.95), v(1)
 		}, false, false},
+		{QueueGrowth, "plateau with the cache full, no preemption counter", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage, w.PreemptionsPerSecond = v(100), v(2000), v(0), v(0.95), Value{}
+		}, true, false},
+		{QueueGrowth, "plateau with the cache full, no preemption", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage = v(100), v(2000), v(0), v(0.95)
+		}, true, false},
 		// The cache stays full, preemptions pause (clients time out).
 		{KVPreemption, "KV 0.85, no preemption", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.85), v(0) }, true, false},
 		{KVPreemption, "KV 0.79", func(w *Signals) { w.KVUsage, w.PreemptionsPerSecond = v(0.79), v(0) }, false, false},

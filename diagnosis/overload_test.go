@@ -15,6 +15,10 @@ import (
 type overloaded struct {
 	waiting func(t float64) float64
 	noRate  bool
+	// kv, when set, is the KV cache's usage; preempt, when set, the
+	// preemptions a cycle (a counter the engine exposes).
+	kv, preempt *float64
+	preempted   float64
 	gen     float64
 	fin     float64
 	ttft    *snapshot.Histogram
@@ -34,6 +38,13 @@ func (o *overloaded) snap(i int) (time.Time, *snapshot.Snapshot) {
 	m.Gauges[snapshot.Running] = snapshot.Value{V: 128, OK: true}
 	m.Gauges[snapshot.Waiting] = snapshot.Value{V: o.waiting(5 * float64(i)), OK: true}
 	m.Counters[snapshot.GenerationTokens] = snapshot.Value{V: o.gen, OK: true}
+	if o.kv != nil {
+		m.Gauges[snapshot.KVCacheUsage] = snapshot.Value{V: *o.kv, OK: true}
+	}
+	if o.preempt != nil {
+		o.preempted += *o.preempt
+		m.Counters[snapshot.Preemptions] = snapshot.Value{V: o.preempted, OK: true}
+	}
 	kind := snapshot.VLLM
 	if o.noRate {
 		kind = snapshot.LlamaCPP
@@ -184,6 +195,35 @@ func TestReadyAfterAnEpisodeFromTheStart(t *testing.T) {
 		}
 		if !v.Ready || !v.Modes[QueueGrowth].Raised {
 			t.Errorf("no rate %v: after 2m30s of an overload from the start: ready %v, queue_growth raised %v", noRate, v.Ready, v.Modes[QueueGrowth].Raised)
+		}
+	}
+}
+
+// A queue that grows in front of a full KV cache is the cache's queue
+// where the engine preempts (kv_preemption); where its preemption
+// counter stands still, or it has none (kv_preemption unsupported), the
+// cache is simply the engine's capacity and the overload is queue_growth
+// (RAG's long prompts at twice their knee: the cache 92 % full, no
+// preemption).
+func TestQueueInFrontOfAFullCache(t *testing.T) {
+	full, none, some := 0.95, 0.0, 5.0
+	for _, tc := range []struct {
+		name    string
+		preempt *float64
+		want    bool
+	}{{"no preemption counted", &none, true}, {"no preemption counter", nil, true}, {"a preemption a second", &some, false}} {
+		o := newOverloaded(func(t float64) float64 { return 2 * t }, false)
+		o.kv, o.preempt = &full, tc.preempt
+		d := New(DefaultSettings())
+		raised := time.Duration(-1)
+		for i := range 40 {
+			at, s := o.snap(i)
+			if v := d.Observe(at, s, nil, false); v.Modes[QueueGrowth].Raised && raised < 0 {
+				raised = at.Sub(t0)
+			}
+		}
+		if got := raised >= 0 && raised <= 90*time.Second; got != tc.want {
+			t.Errorf("%s: queue_growth raised at %v (-1: never), want within 1m30s %v", tc.name, raised, tc.want)
 		}
 	}
 }

@@ -105,7 +105,13 @@ func preempting(w *Signals, th *Thresholds) bool {
 // under its ceiling (a request admitted just before its deadline is
 // aborted within steps), while the engine stays just as overloaded.
 func queueGrowth(w, _ *Signals, _, held bool, th *Thresholds, o *Objectives) (bool, string) {
-	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh
+	// A growing queue in front of a full cache is kv_preemption's where
+	// the engine preempts; where its preemptions are counted and under
+	// that mode's bar, or not counted at all (kv_preemption is then
+	// unsupported), the cache is merely the engine's capacity and the
+	// queue is the overload's (long prompts filling it: RAG at twice its
+	// knee, 92 % full, no preemption, its queue unnamed for minutes).
+	kvOK := !w.KVUsage.OK || w.KVUsage.V < th.KVHigh || !preempting(w, th)
 	slope, least := queueBars(w, th)
 	ahead := w.Waiting.V + w.WaitingSlope.V*w.Span.Seconds()
 	standing := held && w.Waiting.OK && w.WaitingSlope.OK && w.Waiting.V >= least && ahead >= least

@@ -37,9 +37,15 @@ func TestRules(t *testing.T) {
 		{QueueGrowth, "slope under 0.2/s", func(w *Signals) { w.Running, w.Waiting, w.WaitingSlope = v(128), v(100), v(0.19) }, false},
 		{QueueGrowth, "fewer than 5 waiting", func(w *Signals) { w.Running, w.Waiting, w.WaitingSlope = v(128), v(4.9), v(2) }, false},
 		{QueueGrowth, "batch under 90% of the ceiling", func(w *Signals) { w.Running, w.Waiting, w.WaitingSlope = v(115), v(100), v(2) }, false},
-		{QueueGrowth, "cache full: a KV mode's queue", func(w *Signals) {
-			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage = v(128), v(100), v(2), v(0.95)
+		{QueueGrowth, "cache full and preempting: a KV mode's queue", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage, w.PreemptionsPerSecond = v(128), v(100), v(2), v(0.95), v(1)
 		}, false},
+		{QueueGrowth, "cache full, no preemption counter: kv_preemption unsupported, the queue grows", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage, w.PreemptionsPerSecond = v(128), v(100), v(2), v(0.95), Value{}
+		}, true},
+		{QueueGrowth, "cache full, no preemption: the cache is the capacity", func(w *Signals) {
+			w.Running, w.Waiting, w.WaitingSlope, w.KVUsage = v(128), v(100), v(2), v(0.95)
+		}, true},
 		// A queue that stands, flat, behind the batch at its ceiling: at
 		// least one ceiling (128) long, TTFT under 0.9 of its objective,
 		// the cache under kv_hold (0.8).
