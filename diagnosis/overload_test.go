@@ -227,3 +227,40 @@ func TestQueueInFrontOfAFullCache(t *testing.T) {
 		}
 	}
 }
+
+// The baseline is ready once its samples measured half a window, not
+// once its first and last lie half a window apart: an episode that
+// began after a minute leaves start-up samples on one side of its gap
+// and a few healthy ones on the other (the bursty shape at its knee,
+// tuning seed 20: prompt tokens per request judged against a baseline
+// of 25 s, prefill_interference raised).
+func TestBaselineReadyByTheTimeItMeasured(t *testing.T) {
+	saved := rules
+	t.Cleanup(func() { rules = saved })
+	k := new(int)
+	ready := map[int]bool{}
+	for m := range NumModes {
+		rules[m] = func(_, _ *Signals, baseReady, _ bool, _ *Thresholds, _ *Objectives) (bool, string) {
+			if m == PrefillInterference {
+				ready[*k] = baseReady
+			}
+			return m == QueueGrowth && *k >= 14 && *k <= 30, "scripted"
+		}
+	}
+	d, e := New(settings()), newEngine()
+	for i := range 50 {
+		*k = i
+		run(d, e, i, 1, func(int) { e.healthy() })
+	}
+	// queue_growth matches from judgement 14 to 30 and stays raised to
+	// 33 (leave 3): every sample of the windows judged meanwhile, 3 to
+	// 33, is the episode's. Judgement 48: the baseline holds samples 0
+	// to 2 and 34 to 36, 25 s measured (sample 0 measured nothing, the
+	// first and the last lie 180 s apart); 49 adds sample 37's 5 s.
+	if ready[48] {
+		t.Error("judgement 48: the baseline ready with 25 s of samples")
+	}
+	if !ready[49] {
+		t.Error("judgement 49: the baseline not ready with 30 s of samples")
+	}
+}
