@@ -19,9 +19,9 @@ type overloaded struct {
 	// preemptions a cycle (a counter the engine exposes).
 	kv, preempt *float64
 	preempted   float64
-	gen     float64
-	fin     float64
-	ttft    *snapshot.Histogram
+	gen         float64
+	fin         float64
+	ttft        *snapshot.Histogram
 }
 
 func newOverloaded(waiting func(float64) float64, noRate bool) *overloaded {
