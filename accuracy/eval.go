@@ -24,9 +24,11 @@ const (
 	// until their record had prompted fixes (the short chat's knee in
 	// the llama.cpp format, a slower model's decode_saturation in a
 	// daemon's first minute), then 2001 to 2050 until theirs had (a
-	// queue's surge at the short chat's knee, named queue_growth); each
-	// time a set that has not is published instead.
-	EvalSeedBase  = 3001
+	// queue's surge at the short chat's knee, named queue_growth), then
+	// 3001 to 3050 until theirs had (bursts at the bursty shape's knee
+	// taken for a batch at its ceiling, named queue_growth); each time a
+	// set that has not is published instead.
+	EvalSeedBase  = 4001
 	EvalSeedCount = 50
 )
 

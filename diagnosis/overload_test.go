@@ -152,30 +152,6 @@ func TestQueuePauseHoldsTheSustain(t *testing.T) {
 	}
 }
 
-// The batch is at its ceiling when its mean over the window is, or its
-// mean over the window's last quarter: a batch that filled during the
-// window.
-func TestAtCeilingNow(t *testing.T) {
-	th := DefaultSettings().Thresholds
-	for _, tc := range []struct {
-		mean, recent float64
-		want         bool
-	}{
-		{128, 128, true},
-		{100, 128, true},
-		{100, 110, false},
-		{120, 0, true},
-	} {
-		w := Signals{Running: some(tc.mean), RunningCeiling: some(128)}
-		if tc.recent > 0 {
-			w.RunningRecent = some(tc.recent)
-		}
-		if got := atCeiling(&w, &th); got != tc.want {
-			t.Errorf("mean %v, last quarter %v of 128: at the ceiling %v, want %v", tc.mean, tc.recent, got, tc.want)
-		}
-	}
-}
-
 // A daemon whose history has been one episode since it started (an
 // overload under way at its start: no sample ever enters the baseline)
 // is ready once its history is a window old, so that its other modes are

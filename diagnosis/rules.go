@@ -25,16 +25,13 @@ var rules = [NumModes]rule{
 	EngineStall:         engineStall,
 }
 
-// atCeiling: the running batch sits at the largest batch observed, over
-// the window or over its last quarter (a batch that filled during the
-// window is at its ceiling now, while its mean still holds the minute
-// before).
+// atCeiling: the running batch sits at the largest batch observed. Its
+// mean over the window decides, not its mean over the window's last
+// quarter: at the bursty shape's knee a burst fills the batch for a
+// quarter of a window, and judged by it queue_growth was raised in 30
+// of 80 hour-long runs (tuning seeds 1 to 20), against none.
 func atCeiling(w *Signals, th *Thresholds) bool {
-	if !w.RunningCeiling.OK || w.RunningCeiling.V <= 0 {
-		return false
-	}
-	bar := th.CeilingShare * w.RunningCeiling.V
-	return w.Running.OK && w.Running.V >= bar || w.RunningRecent.OK && w.RunningRecent.V >= bar
+	return w.Running.OK && w.RunningCeiling.OK && w.RunningCeiling.V > 0 && w.Running.V >= th.CeilingShare*w.RunningCeiling.V
 }
 
 // growing: the queue grows at least at the slope's bar, and its mean is

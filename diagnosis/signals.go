@@ -25,11 +25,9 @@ type Signals struct {
 	// largest running batch seen in the baseline and the window, the
 	// batch ceiling as far as it can be observed.
 	Waiting, WaitingSlope, Running, RunningCeiling Value
-	// RunningRecent is the mean running batch over the last quarter of
-	// the span (at least two samples): the batch now, which the mean
-	// over a window that began before a queue formed understates.
-	RunningRecent Value
-	// WaitingRecent is the mean queue over the same last quarter.
+	// WaitingRecent is the mean queue over the last quarter of the span
+	// (at least two samples): the queue now, which the mean over a
+	// window understates while it grows.
 	WaitingRecent Value
 	// KVUsage is the mean KV-cache usage (the fullest model's).
 	KVUsage Value
@@ -250,7 +248,6 @@ func compute(ss []sample, ceiling Value, obj Objectives) Signals {
 		}
 	}
 	sig.Running, sig.Waiting, sig.KVUsage = run.value(), wait.value(), kv.value()
-	sig.RunningRecent = recent(ss, func(s *sample) Value { return s.running })
 	sig.WaitingRecent = recent(ss, func(s *sample) Value { return s.waiting })
 	if len(perRunning) > 0 {
 		slices.Sort(perRunning)
