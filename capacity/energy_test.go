@@ -171,7 +171,10 @@ func TestEnergyFromPrometheus(t *testing.T) {
 			row = fs
 		}
 	}
-	if len(row) != 5 || row[3] != "450" || !within(must(strconv.ParseFloat(row[4], 64)), 450/good, 0.02) {
+	// The power is read from a real Prometheus's samples of the fake
+	// exporter, scraped on its own clock: 449 or 451 W is within its
+	// resolution, as the energy is within 2 %.
+	if len(row) != 5 || !within(must(strconv.ParseFloat(row[3], 64)), 450, 0.02) || !within(must(strconv.ParseFloat(row[4], 64)), 450/good, 0.02) {
 		t.Errorf("round 1's energy row %q; want 450 W and %v J per good token:\n%s", row, 450/good, out.String())
 	}
 	if !strings.Contains(out.String(), "no series of the selector has samples in the window") {
