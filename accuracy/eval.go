@@ -26,9 +26,11 @@ const (
 	// daemon's first minute), then 2001 to 2050 until theirs had (a
 	// queue's surge at the short chat's knee, named queue_growth), then
 	// 3001 to 3050 until theirs had (bursts at the bursty shape's knee
-	// taken for a batch at its ceiling, named queue_growth); each time a
-	// set that has not is published instead.
-	EvalSeedBase  = 4001
+	// taken for a batch at its ceiling, named queue_growth), then 4001
+	// to 4050 until theirs had (slow overloads judged from the start of
+	// the run rather than from the engine's queue, HealthyOutcome.Pass);
+	// each time a set that has not is published instead.
+	EvalSeedBase  = 5001
 	EvalSeedCount = 50
 )
 

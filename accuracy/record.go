@@ -49,7 +49,7 @@ func parseModeTimes(s string) (map[diagnosis.Mode]time.Duration, error) {
 
 // Line is the healthy outcome's line in the record.
 func (h HealthyOutcome) Line() string {
-	return fmt.Sprintf("healthy\t%s\t%g\t%v\t%s\t%d\traised=%s", h.Case.Shape.Name, h.Case.Load, h.Case.Interval, h.Format, h.Seed, modeTimes(h.Raised))
+	return fmt.Sprintf("healthy\t%s\t%g\t%v\t%s\t%d\tqueued=%v\traised=%s", h.Case.Shape.Name, h.Case.Load, h.Case.Interval, h.Format, h.Seed, h.Queued, modeTimes(h.Raised))
 }
 
 // Write writes the record, one line each, in order.
@@ -83,7 +83,7 @@ func ReadRecord(rd io.Reader) (*Record, error) {
 			var in Incident
 			in, err = parseIncident(f[1:])
 			r.Incidents = append(r.Incidents, in)
-		case f[0] == "healthy" && len(f) == 7:
+		case f[0] == "healthy" && len(f) == 8:
 			var h HealthyOutcome
 			h, err = parseHealthy(f[1:])
 			r.Healthy = append(r.Healthy, h)
@@ -143,14 +143,16 @@ func parseHealthy(f []string) (HealthyOutcome, error) {
 	load, err1 := strconv.ParseFloat(f[1], 64)
 	iv, err2 := time.ParseDuration(f[2])
 	seed, err3 := strconv.ParseUint(f[4], 10, 64)
-	raised, err4 := field(f[5], "raised")
-	m, err5 := parseModeTimes(raised)
-	for _, e := range []error{err1, err2, err3, err4, err5} {
+	queued, err4 := field(f[5], "queued")
+	q, err5 := time.ParseDuration(queued)
+	raised, err6 := field(f[6], "raised")
+	m, err7 := parseModeTimes(raised)
+	for _, e := range []error{err1, err2, err3, err4, err5, err6, err7} {
 		if e != nil {
 			return HealthyOutcome{}, e
 		}
 	}
-	return HealthyOutcome{Case: HealthyCase{Shape: s, Load: load, Interval: iv, Noise: HealthyNoise}, Seed: seed, Format: sim.Format(f[3]), Raised: m}, nil
+	return HealthyOutcome{Case: HealthyCase{Shape: s, Load: load, Interval: iv, Noise: HealthyNoise}, Seed: seed, Format: sim.Format(f[3]), Queued: q, Raised: m}, nil
 }
 
 // WriteHealthyMarkdown writes the healthy table: per shape, load and
@@ -218,12 +220,12 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 		fmt.Fprintf(&b, "%v of healthy traffic per run, one scrape in %d missed and intervals jittered by up to ±%.0f %%.\n\n",
 			HealthyRunLength, HealthyNoise.MissOneIn, 100*HealthyNoise.Jitter)
 	}
-	b.WriteString("| shape | knee (req/s) | load | scrapes every | runs | passed | modes raised (runs) | queue_growth raised after (median / P90 / max) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| shape | knee (req/s) | load | scrapes every | runs | passed | modes raised (runs) | queue_growth raised after the start (median / P90 / max) | after the engine's queue began |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		g := groups[k]
 		pass := 0
 		count := map[diagnosis.Mode]int{}
-		var q []time.Duration
+		var q, qq []time.Duration
 		for _, h := range g {
 			if h.Pass() {
 				pass++
@@ -232,6 +234,9 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 				count[m]++
 				if m == diagnosis.QueueGrowth {
 					q = append(q, at)
+					if h.Queued >= 0 {
+						qq = append(qq, at-h.Queued)
+					}
 				}
 			}
 		}
@@ -242,15 +247,15 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 		want := "nothing raised"
 		switch c := (HealthyCase{Shape: g[0].Case.Shape, Load: k.load}); {
 		case c.Overload():
-			want = fmt.Sprintf("queue_growth alone within %v", NameWithin())
+			want = fmt.Sprintf("queue_growth alone within %v of the engine's queue", NameWithin())
 		case k.load > 1:
 			want = "nothing but queue_growth"
 		}
-		qs := "—"
+		qs, qqs := "—", "—"
 		if k.load > 1 {
-			qs = quantiles(q)
+			qs, qqs = quantiles(q), quantiles(qq)
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %gx knee | %v | %d | %s: %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, len(g), want, pct(pass, len(g)), strings.Join(raised, ", "), qs)
+		fmt.Fprintf(&b, "| %s | %.2f | %gx knee | %v | %d | %s: %s | %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, len(g), want, pct(pass, len(g)), strings.Join(raised, ", "), qs, qqs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
