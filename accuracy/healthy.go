@@ -112,17 +112,9 @@ var ShapeOverloads = map[string]float64{
 // seed and returns the requests waiting, as the engine's own gauge shows
 // them, at each of at (ascending, from the start).
 func ShapeQueue(s sim.Shape, load float64, seed uint64, at []time.Duration) ([]float64, error) {
-	knee, ok := ShapeKnees[s.Name]
-	if !ok {
-		return nil, errors.New("accuracy: no knee for shape " + s.Name)
-	}
-	cfg := s.Apply(sim.DefaultConfig())
-	total := 0.0
-	for _, cl := range cfg.Workload.Classes {
-		total += cl.Rate
-	}
-	for i := range cfg.Workload.Classes {
-		cfg.Workload.Classes[i].Rate *= load * knee / total
+	cfg, err := shapeAt(s, load)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Seed = seed
 	cfg.Truth.Horizon = 0
@@ -166,20 +158,30 @@ type HealthyCase struct {
 	Noise    ScrapeNoise
 }
 
-// RunHealthy runs healthy traffic of one shape for d and returns, per
-// format, what the classifier raised and when (from the start).
-func RunHealthy(c HealthyCase, seed uint64, d time.Duration, o FailModeOptions) ([]HoldRun, error) {
-	knee, ok := ShapeKnees[c.Shape.Name]
+// shapeAt is shape s's configuration with its classes' rates scaled to
+// load times its knee (ShapeKnees).
+func shapeAt(s sim.Shape, load float64) (sim.Config, error) {
+	knee, ok := ShapeKnees[s.Name]
 	if !ok {
-		return nil, errors.New("accuracy: no knee for shape " + c.Shape.Name)
+		return sim.Config{}, errors.New("accuracy: no knee for shape " + s.Name)
 	}
-	cfg := c.Shape.Apply(sim.DefaultConfig())
+	cfg := s.Apply(sim.DefaultConfig())
 	total := 0.0
 	for _, cl := range cfg.Workload.Classes {
 		total += cl.Rate
 	}
 	for i := range cfg.Workload.Classes {
-		cfg.Workload.Classes[i].Rate *= c.Load * knee / total
+		cfg.Workload.Classes[i].Rate *= load * knee / total
+	}
+	return cfg, nil
+}
+
+// RunHealthy runs healthy traffic of one shape for d and returns, per
+// format, what the classifier raised and when (from the start).
+func RunHealthy(c HealthyCase, seed uint64, d time.Duration, o FailModeOptions) ([]HoldRun, error) {
+	cfg, err := shapeAt(c.Shape, c.Load)
+	if err != nil {
+		return nil, err
 	}
 	o.Interval, o.Noise = c.Interval, c.Noise
 	return runScript(cfg, sim.Healthy, seed, HoldOptions{FailModeOptions: o, Healthy: d})
@@ -271,17 +273,9 @@ func (h HealthyOutcome) Pass() bool {
 // simulator is deterministic in its seed, so this is the queue the
 // run's formats read.
 func QueueOnset(c HealthyCase, seed uint64, d time.Duration) (time.Duration, error) {
-	knee, ok := ShapeKnees[c.Shape.Name]
-	if !ok {
-		return 0, errors.New("accuracy: no knee for shape " + c.Shape.Name)
-	}
-	cfg := c.Shape.Apply(sim.DefaultConfig())
-	total := 0.0
-	for _, cl := range cfg.Workload.Classes {
-		total += cl.Rate
-	}
-	for i := range cfg.Workload.Classes {
-		cfg.Workload.Classes[i].Rate *= c.Load * knee / total
+	cfg, err := shapeAt(c.Shape, c.Load)
+	if err != nil {
+		return 0, err
 	}
 	cfg.Seed = seed
 	cfg.Truth.Horizon = 0
