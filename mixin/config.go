@@ -86,6 +86,9 @@ type Config struct {
 	// DiagnosisQueueSustain: queue_growth is raised only once its
 	// matching judgements span this long (queue_sustain).
 	DiagnosisQueueSustain time.Duration
+	// DiagnosisQueueSustainBatch replaces it where the engine counts no
+	// requests (queue_sustain_batch).
+	DiagnosisQueueSustainBatch time.Duration
 	// FailureModeSeverity per mode; absent modes get TicketSeverity.
 	FailureModeSeverity map[string]string
 
@@ -133,10 +136,11 @@ func Default() Config {
 			{Long: "1d", Short: "2h", Factor: 3, For: "5m", Severity: "warning"},
 			{Long: "3d", Short: "6h", Factor: 1, For: "5m", Severity: "warning"},
 		},
-		DiagnosisWindow:       d.Window,
-		DiagnosisEnter:        d.Enter,
-		DiagnosisLeave:        d.Leave,
-		DiagnosisQueueSustain: d.Thresholds.Sustain(),
+		DiagnosisWindow:            d.Window,
+		DiagnosisEnter:             d.Enter,
+		DiagnosisLeave:             d.Leave,
+		DiagnosisQueueSustain:      d.Thresholds.Sustain(),
+		DiagnosisQueueSustainBatch: time.Duration(d.Thresholds.QueueSustainBatch * float64(time.Second)),
 		FailureModeSeverity: map[string]string{
 			"engine_stall":  "critical",
 			"kv_preemption": "critical",
@@ -168,7 +172,11 @@ func (c Config) fastestBurn() BurnAlert {
 func (c Config) raisedAfter(mode string) string {
 	s := fmt.Sprintf("%d matching judgements in a row", c.DiagnosisEnter)
 	if mode == "queue_growth" && c.DiagnosisQueueSustain > 0 {
-		s += fmt.Sprintf(" spanning at least %s (queue_sustain: a queue at the knee surges and drains within tens of seconds; fewer than %d clean judgements, or a pause of a queue long enough to break TTFT by itself, do not break the run)", promDuration(c.DiagnosisQueueSustain), c.DiagnosisLeave)
+		batch := ""
+		if c.DiagnosisQueueSustainBatch > 0 && c.DiagnosisQueueSustainBatch != c.DiagnosisQueueSustain {
+			batch = fmt.Sprintf("; %s where the engine counts no requests, queue_sustain_batch", promDuration(c.DiagnosisQueueSustainBatch))
+		}
+		s += fmt.Sprintf(" spanning at least %s (queue_sustain%s: a queue at the knee surges and drains within tens of seconds; fewer than %d clean judgements, or a pause of a queue long enough to break TTFT by itself, do not break the run)", promDuration(c.DiagnosisQueueSustain), batch, c.DiagnosisLeave)
 	}
 	return s
 }
