@@ -193,9 +193,9 @@ func TestDiagnosisSection(t *testing.T) {
 		t.Errorf("settings %+v", s)
 	}
 	th := s.Thresholds
-	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 || th.QueueBatchShare != 0.3 || th.QueueSustain != 60 || th.QueueSustainBatch != 90 || th.QueueStandingBatches != 2 || th.QueuePauseWaits != 3 {
-		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v queue_batch_share %v queue_sustain %v queue_sustain_batch %v queue_standing_batches %v queue_pause_waits %v",
-			th.KVHigh, th.QueueSlope, th.DecodeLatency, th.QueueBatchShare, th.QueueSustain, th.QueueSustainBatch, th.QueueStandingBatches, th.QueuePauseWaits)
+	if th.KVHigh != 0.95 || th.QueueSlope != 0.5 || th.DecodeLatency != 0.08 || th.QueueBatchShare != 0.3 || th.QueueSustain != 60 || th.QueueStandingBatches != 2 || th.QueuePauseWaits != 3 {
+		t.Errorf("overrides: kv_high %v queue_slope %v decode_latency %v queue_batch_share %v queue_sustain %v queue_standing_batches %v queue_pause_waits %v",
+			th.KVHigh, th.QueueSlope, th.DecodeLatency, th.QueueBatchShare, th.QueueSustain, th.QueueStandingBatches, th.QueuePauseWaits)
 	}
 	// Untouched thresholds keep their defaults (worked in diagnosis).
 	if th.PreemptionRate != 0.05 || th.TTFTLatency != 0.5 || th.StallSilence != 30 {

@@ -56,7 +56,6 @@ type DiagnosisThresholds struct {
 	QueueBatchShare      *float64  `yaml:"queue_batch_share"`
 	SaturationJump       *float64  `yaml:"saturation_jump"`
 	QueueSustain         *Duration `yaml:"queue_sustain"`
-	QueueSustainBatch    *Duration `yaml:"queue_sustain_batch"`
 	QueueStandingBatches *float64  `yaml:"queue_standing_batches"`
 	QueuePauseWaits      *float64  `yaml:"queue_pause_waits"`
 }
@@ -121,7 +120,6 @@ func (t *DiagnosisThresholds) fields(out *diagnosis.Thresholds) []thresholdField
 		f("queue_batch_share", ratio, t.QueueBatchShare, &out.QueueBatchShare),
 		f("saturation_jump", factor, t.SaturationJump, &out.SaturationJump),
 		d("queue_sustain", t.QueueSustain, &out.QueueSustain),
-		d("queue_sustain_batch", t.QueueSustainBatch, &out.QueueSustainBatch),
 		f("queue_standing_batches", positive, t.QueueStandingBatches, &out.QueueStandingBatches),
 		f("queue_pause_waits", positive, t.QueuePauseWaits, &out.QueuePauseWaits),
 	}

@@ -358,11 +358,10 @@ func (d *Diagnoser) judge(now time.Time, snap *snapshot.Snapshot) {
 			}
 			r.hits++
 			r.clean = 0
-			// A queue must also outlast a surge (QueueSustain, or
-			// QueueSustainBatch where the engine counts no requests): at
-			// the knee a healthy queue grows for a few tens of seconds,
-			// then drains.
-			sustained := m != QueueGrowth || now.Sub(r.from) >= d.set.Thresholds.SustainFor(&v.Window)
+			// A queue must also outlast a surge (QueueSustain): at the
+			// knee a healthy queue grows for a few tens of seconds, then
+			// drains.
+			sustained := m != QueueGrowth || now.Sub(r.from) >= d.set.Thresholds.Sustain()
 			if !r.raised && r.hits >= d.set.Enter && sustained {
 				r.raised, r.since = true, now
 			}

@@ -57,11 +57,6 @@ type Thresholds struct {
 	// matched this long without a break. A queue that outgrows its engine
 	// keeps growing; one that surges at the knee drains again.
 	QueueSustain float64 `yaml:"queue_sustain"`
-	// QueueSustainBatch, in seconds, replaces QueueSustain where the
-	// engine counts no requests and the queue's bar is scaled by the
-	// batch (QueueBatchShare): a bar that is a fraction of a second of
-	// requests at a high rate, which surges at the knee reach.
-	QueueSustainBatch float64 `yaml:"queue_sustain_batch"`
 	// QueuePauseWaits: a queue that began to match and pauses during
 	// QueueSustain still counts while it holds this many TTFT objectives
 	// of waiting at the rate served.
@@ -149,16 +144,6 @@ func (t Thresholds) Sustain() time.Duration {
 	return time.Duration(t.QueueSustain * float64(time.Second))
 }
 
-// SustainFor is the sustain of a queue judged over w: QueueSustainBatch
-// where the engine counts no requests (the queue's bar is then scaled
-// by the batch), QueueSustain otherwise.
-func (t Thresholds) SustainFor(w *Signals) time.Duration {
-	if !w.RequestsPerSecond.OK {
-		return time.Duration(t.QueueSustainBatch * float64(time.Second))
-	}
-	return t.Sustain()
-}
-
 // DefaultThresholds are the defaults, each with why.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
@@ -196,15 +181,6 @@ func DefaultThresholds() Thresholds {
 		// 40 s after the window first shows it, 1m35s after its onset
 		// at 5 s scrapes, within the two windows a lever is given.
 		QueueSustain: 40,
-		// Where the engine counts no requests (llama.cpp) the queue's
-		// bar is a quarter of the batch, about 0.3 s of requests at the
-		// short chat's knee (105.6 req/s), and a surge there grew past
-		// it with the batch at its ceiling for 44 s before it drained:
-		// 40 s raised queue_growth in 2 of 400 hour-long runs at the
-		// knee (tuning seeds 1 to 20, the short chat, seed 2, at 46
-		// minutes), 55 s in none. It costs an overload about 15 s in the
-		// llama.cpp format only.
-		QueueSustainBatch: 55,
 		// An overload's queue paused for 12 s at 3.2 s of waiting
 		// (chat at 1.25 times its knee, tuning seed 7), and its sustain
 		// began again; a surge at the knee held 0.9 s of waiting for
@@ -308,9 +284,6 @@ func (s Settings) Validate() error {
 	}
 	if s.Thresholds.QueueSustain < 0 {
 		errs = append(errs, fmt.Errorf("queue_sustain %gs must not be negative", s.Thresholds.QueueSustain))
-	}
-	if s.Thresholds.QueueSustainBatch < 0 {
-		errs = append(errs, fmt.Errorf("queue_sustain_batch %gs must not be negative", s.Thresholds.QueueSustainBatch))
 	}
 	if s.Thresholds.QueuePauseWaits < 0 {
 		errs = append(errs, fmt.Errorf("queue_pause_waits %g must not be negative", s.Thresholds.QueuePauseWaits))

@@ -86,9 +86,6 @@ type Config struct {
 	// DiagnosisQueueSustain: queue_growth is raised only once its
 	// matching judgements span this long (queue_sustain).
 	DiagnosisQueueSustain time.Duration
-	// DiagnosisQueueSustainBatch replaces it where the engine counts no
-	// requests (queue_sustain_batch).
-	DiagnosisQueueSustainBatch time.Duration
 	// FailureModeSeverity per mode; absent modes get TicketSeverity.
 	FailureModeSeverity map[string]string
 
@@ -136,11 +133,10 @@ func Default() Config {
 			{Long: "1d", Short: "2h", Factor: 3, For: "5m", Severity: "warning"},
 			{Long: "3d", Short: "6h", Factor: 1, For: "5m", Severity: "warning"},
 		},
-		DiagnosisWindow:            d.Window,
-		DiagnosisEnter:             d.Enter,
-		DiagnosisLeave:             d.Leave,
-		DiagnosisQueueSustain:      d.Thresholds.Sustain(),
-		DiagnosisQueueSustainBatch: time.Duration(d.Thresholds.QueueSustainBatch * float64(time.Second)),
+		DiagnosisWindow:       d.Window,
+		DiagnosisEnter:        d.Enter,
+		DiagnosisLeave:        d.Leave,
+		DiagnosisQueueSustain: d.Thresholds.Sustain(),
 		FailureModeSeverity: map[string]string{
 			"engine_stall":  "critical",
 			"kv_preemption": "critical",
@@ -172,11 +168,7 @@ func (c Config) fastestBurn() BurnAlert {
 func (c Config) raisedAfter(mode string) string {
 	s := fmt.Sprintf("%d matching judgements in a row", c.DiagnosisEnter)
 	if mode == "queue_growth" && c.DiagnosisQueueSustain > 0 {
-		batch := ""
-		if c.DiagnosisQueueSustainBatch > 0 && c.DiagnosisQueueSustainBatch != c.DiagnosisQueueSustain {
-			batch = fmt.Sprintf("; %s where the engine counts no requests, queue_sustain_batch", promDuration(c.DiagnosisQueueSustainBatch))
-		}
-		s += fmt.Sprintf(" spanning at least %s (queue_sustain%s: a queue at the knee surges and drains within tens of seconds; fewer than %d clean judgements, or a pause of a queue long enough to break TTFT by itself, do not break the run)", promDuration(c.DiagnosisQueueSustain), batch, c.DiagnosisLeave)
+		s += fmt.Sprintf(" spanning at least %s (queue_sustain: a queue at the knee surges and drains within tens of seconds; fewer than %d clean judgements, or a pause of a queue long enough to break TTFT by itself, do not break the run)", promDuration(c.DiagnosisQueueSustain), c.DiagnosisLeave)
 	}
 	return s
 }
