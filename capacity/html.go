@@ -285,16 +285,7 @@ func buildSweep(idx int, r *Result, s Sizing, currency string) htmlSweep {
 
 	for i := range r.Points {
 		p := &r.Points[i]
-		verdict := "missed"
-		switch {
-		case p.Met:
-			verdict = "met"
-		case p.Failed:
-			verdict = "missed (no successful request)"
-		}
-		if len(p.Repeats) > 1 {
-			verdict += fmt.Sprintf(", %d runs", len(p.Repeats))
-		}
+		verdict := p.verdict()
 		var pcts []string
 		for _, o := range r.SLO.Objectives {
 			if o.Kind == goodput.KindError {

@@ -204,6 +204,28 @@ func runAIPerf(t *testing.T, venv, url, tokenizer, dir string, args ...string) s
 	return found
 }
 
+// realToolSetup skips unless env names the tool's virtual environment
+// (make target installs it), and starts the test engine (8 slots, steps
+// of 20 ms + 2 ms a sequence) with a directory and a tokenizer for the
+// tool to read.
+func realToolSetup(t *testing.T, env, target string) (venv string, srv *httptest.Server, dir, tok string) {
+	t.Helper()
+	venv = os.Getenv(env)
+	if venv == "" {
+		t.Skip(env + " is not set: run make " + target)
+	}
+	eng := newTestEngine(t, 8, 20*time.Millisecond, 2*time.Millisecond)
+	srv = httptest.NewServer(eng)
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	tok = filepath.Join(dir, "tokenizer")
+	_ = os.MkdirAll(tok, 0o755)
+	if b, err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", tokenizerPy, tok).CombinedOutput(); err != nil {
+		t.Fatalf("tokenizer: %v\n%s", err, b)
+	}
+	return venv, srv, dir, tok
+}
+
 // TestRealToolsAIPerf: AIPerf drives the test engine (8 slots, steps of
 // 20 ms + 2 ms a sequence) in a closed loop of 2 and 8 clients and in an
 // open loop (Poisson) at the closed loop's achieved rate, and the report
@@ -211,19 +233,7 @@ func runAIPerf(t *testing.T, venv, url, tokenizer, dir string, args ...string) s
 // with their achieved rates; the open loop decides the capacity; and the
 // closed loop's TTFT tail is below the open loop's at the same rate.
 func TestRealToolsAIPerf(t *testing.T) {
-	venv := os.Getenv("CAPACITY_TOOLS_VENV")
-	if venv == "" {
-		t.Skip("CAPACITY_TOOLS_VENV is not set: run make capacity-realtools")
-	}
-	eng := newTestEngine(t, 8, 20*time.Millisecond, 2*time.Millisecond)
-	srv := httptest.NewServer(eng)
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	tok := filepath.Join(dir, "tokenizer")
-	_ = os.MkdirAll(tok, 0o755)
-	if b, err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", tokenizerPy, tok).CombinedOutput(); err != nil {
-		t.Fatalf("tokenizer: %v\n%s", err, b)
-	}
+	venv, srv, dir, tok := realToolSetup(t, "CAPACITY_TOOLS_VENV", "capacity-realtools")
 	c2 := runAIPerf(t, venv, srv.URL, tok, dir, "--concurrency", "2", "--request-count", "40", "--warmup-request-count", "4")
 	c8 := runAIPerf(t, venv, srv.URL, tok, dir, "--concurrency", "8", "--request-count", "160", "--warmup-request-count", "8")
 	achieved := rawField(t, c8, "request_throughput", "avg")
@@ -319,19 +329,7 @@ func runGuideLLM(t *testing.T, venv, url, tokenizer, dir, name string, profile m
 // achieved rate; the report read from its files labels the concurrent
 // rounds closed loops and lets the Poisson rounds decide.
 func TestRealToolsGuideLLM(t *testing.T) {
-	venv := os.Getenv("CAPACITY_GUIDELLM_VENV")
-	if venv == "" {
-		t.Skip("CAPACITY_GUIDELLM_VENV is not set: run make capacity-realtools-guidellm")
-	}
-	eng := newTestEngine(t, 8, 20*time.Millisecond, 2*time.Millisecond)
-	srv := httptest.NewServer(eng)
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	tok := filepath.Join(dir, "tokenizer")
-	_ = os.MkdirAll(tok, 0o755)
-	if b, err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", tokenizerPy, tok).CombinedOutput(); err != nil {
-		t.Fatalf("tokenizer: %v\n%s", err, b)
-	}
+	venv, srv, dir, tok := realToolSetup(t, "CAPACITY_GUIDELLM_VENV", "capacity-realtools-guidellm")
 	conc := runGuideLLM(t, venv, srv.URL, tok, dir, "concurrent", map[string]any{"kind": "concurrent", "streams": []int{2, 8}}, nil, 80)
 	sw, err := Read(conc)
 	if err != nil {

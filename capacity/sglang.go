@@ -3,7 +3,6 @@ package capacity
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -66,21 +65,9 @@ func parseSGLang(top map[string]json.RawMessage) (Point, error) {
 	if err != nil {
 		return fail(fmt.Errorf("max_concurrency: %w", err))
 	}
-	switch {
-	case hasRate && finite(rate) && rate > 0:
-		p.Rate, p.RateSet = rate, true
-		if hasConc {
-			p.Concurrency = conc
-		}
-	case hasConc && conc > 0:
-		p.Kind, p.Concurrency, p.Rate = LoadConcurrency, conc, achieved
-	case hasRate && math.IsInf(rate, 1):
-		p.MaxThroughput, p.Rate = true, achieved
-	default:
-		p.Rate = achieved
-		if !hasAchieved {
-			p.Rate = 0
-		}
+	offered(&p, rate, hasRate, conc, hasConc, achieved)
+	if p.Kind == LoadRate && !p.RateSet && !p.MaxThroughput && !hasAchieved {
+		p.Rate = 0
 	}
 	for key, v := range top {
 		k := strings.Replace(key, "_e2e_latency_ms", "_e2el_ms", 1)

@@ -161,16 +161,7 @@ func (r *Result) Write(w io.Writer, s Sizing, currency string) error {
 				littles = true
 			}
 		}
-		verdict := "missed"
-		switch {
-		case p.Met:
-			verdict = "met"
-		case p.Failed:
-			verdict = "missed (no successful request)"
-		}
-		if len(p.Repeats) > 1 {
-			verdict += fmt.Sprintf(", %d runs", len(p.Repeats))
-		}
+		verdict := p.verdict()
 		if i == r.Knee && p.Goodput > 0 {
 			verdict += ", knee"
 		}
@@ -294,4 +285,21 @@ func objectivesText(slo goodput.SLO) string {
 			math.Round(o.Threshold*1e6)/1000))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// verdict says whether the point met the SLO, as the report's tables
+// write it: met, missed, or missed with no successful request, and how
+// many runs it stands for when repeated.
+func (p *Judged) verdict() string {
+	v := "missed"
+	switch {
+	case p.Met:
+		v = "met"
+	case p.Failed:
+		v = "missed (no successful request)"
+	}
+	if len(p.Repeats) > 1 {
+		v += fmt.Sprintf(", %d runs", len(p.Repeats))
+	}
+	return v
 }

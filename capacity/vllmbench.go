@@ -85,22 +85,12 @@ func vllmPoint(top map[string]json.RawMessage) (Point, error) {
 		hasRate = true
 	}
 	_, ramped := top["ramp_up_strategy"]
-	switch {
-	case ramped && !isNull(top["ramp_up_strategy"]):
+	if ramped && !isNull(top["ramp_up_strategy"]) {
 		// the rate moved during the run: no one offered rate
 		p.Strategy = "ramp-up"
 		p.Rate = achieved
-	case hasRate && finite(rate) && rate > 0:
-		p.Rate, p.RateSet = rate, true
-		if hasConc {
-			p.Concurrency = conc
-		}
-	case hasConc && conc > 0:
-		p.Kind, p.Concurrency, p.Rate = LoadConcurrency, conc, achieved
-	case hasRate && math.IsInf(rate, 1):
-		p.MaxThroughput, p.Rate = true, achieved
-	default:
-		p.Rate = achieved
+	} else {
+		offered(&p, rate, hasRate, conc, hasConc, achieved)
 	}
 	if p.Kind == LoadRate && !p.RateSet && !hasAchieved {
 		p.Rate = 0 // no load at all: a failed round, listed without one
@@ -276,4 +266,25 @@ func vllmFacts(top map[string]json.RawMessage, p *Point) Facts {
 		}
 	}
 	return f
+}
+
+// offered sets p's load from what a benchmark's result file says it
+// offered: a finite request rate (with the concurrency cap beside it, if
+// any), else a concurrency (a closed loop, at the rate it achieved), else
+// an infinite rate (as fast as it could: the achieved rate), else the
+// achieved rate.
+func offered(p *Point, rate float64, hasRate bool, conc float64, hasConc bool, achieved float64) {
+	switch {
+	case hasRate && finite(rate) && rate > 0:
+		p.Rate, p.RateSet = rate, true
+		if hasConc {
+			p.Concurrency = conc
+		}
+	case hasConc && conc > 0:
+		p.Kind, p.Concurrency, p.Rate = LoadConcurrency, conc, achieved
+	case hasRate && math.IsInf(rate, 1):
+		p.MaxThroughput, p.Rate = true, achieved
+	default:
+		p.Rate = achieved
+	}
 }
