@@ -1,32 +1,14 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
-
-// syncBuffer is a Writer the test reads while the demo writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // rowCells are the GOOD TOK/S bounds and the EXACT cell of a target's row
 // in every frame the demo printed.
@@ -62,7 +44,7 @@ func TestDemoExactWithinItsBoundsOnScreen(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	err := Run(ctx, Options{ListenAddress: "127.0.0.1:0", EnginesListen: "127.0.0.1:0", Speed: 10, Seed: 1,
 		Tour: "healthy:60s,queue_growth:90s,healthy:60s", Interval: time.Second, Refresh: 200 * time.Millisecond,
 		Duration: 30 * time.Second}, out)

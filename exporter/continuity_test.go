@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
 
 // sequenceTarget builds the window test's target (testdata/window/slos.yml)
@@ -163,7 +164,7 @@ func TestPendingObjectiveIsNotUnsupported(t *testing.T) {
 		}
 	}
 	_, tg := sequenceTarget(t, []byte(strings.Join(idle, "\n")), []byte(strings.Join(idle, "\n")), readWindow(t, "t1.prom"), readWindow(t, "t1.prom"))
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	tg.logger = slog.New(slog.NewTextHandler(logs, nil))
 	scrapeN(tg, 2)
 	out := logs.String()
@@ -195,7 +196,7 @@ func TestAddressReachingTwoProcesses(t *testing.T) {
 	}
 	// Process A serves t0, process B (a busier replica) t1.
 	e, tg := sequenceTarget(t, proc(t0, "1000"), proc(t1, "2000"), proc(t0, "1000"), proc(t1, "2000"))
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	tg.logger = slog.New(slog.NewTextHandler(logs, nil))
 	scrapeN(tg, 4)
 	st := tg.snapshotState()

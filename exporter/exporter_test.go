@@ -18,31 +18,14 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type harness struct {
 	t   *testing.T
 	ex  *Exporter
 	web *httptest.Server
-	log *syncBuffer
+	log *syncbuf.Buffer
 }
 
 func fixture(t *testing.T, rel string) []byte {
@@ -70,7 +53,7 @@ func startExporter(t *testing.T, interval, timeout time.Duration, targets ...con
 
 func startExporterWith(t *testing.T, opts Options, pricing *config.Pricing, targets ...config.Target) *harness {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts.NoJitter = true
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ex := New(opts)

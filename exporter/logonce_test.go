@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
 
 // Several models with a broken family each: one "family left out" line
@@ -88,7 +89,7 @@ slos:
       ttft: { threshold: %s, target: 0.99 }
 `, a.URL, threshold)))
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ex := New(Options{Interval: 20 * time.Millisecond, Timeout: 20 * time.Millisecond, NoJitter: true,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
 
 // POST /-/reload applies a new target set, keeps unchanged targets running,
@@ -40,7 +41,7 @@ func TestReload(t *testing.T) {
 	if err := ex.Start(ctx, load); err != nil {
 		t.Fatal(err)
 	}
-	hs := &harness{t: t, ex: ex, log: &syncBuffer{}}
+	hs := &harness{t: t, ex: ex, log: &syncbuf.Buffer{}}
 	hs.web = newWeb(t, ex.Handler("/metrics", load))
 	hs.waitFor("a up", func(m map[string]*dto.MetricFamily) bool {
 		return value(m, "llm_up", map[string]string{"target": "a"}) == 1

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodput-exporter/goodput-exporter/config"
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 	"github.com/goodput-exporter/goodput-exporter/internal/testbody"
 )
 
@@ -62,7 +63,7 @@ func vllmRanks(start string, scale float64, n ...float64) []byte {
 // body(i) on its i-th request, with a 5 s interval (the shortest time an
 // increase is judged over) and the given rate ceilings (0: the defaults,
 // negative: no bound).
-func witnessTarget(t *testing.T, maxReq float64, body func(i int) []byte) (*Exporter, *target, *syncBuffer) {
+func witnessTarget(t *testing.T, maxReq float64, body func(i int) []byte) (*Exporter, *target, *syncbuf.Buffer) {
 	t.Helper()
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -80,7 +81,7 @@ func witnessTarget(t *testing.T, maxReq float64, body func(i int) []byte) (*Expo
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	tg.logger = slog.New(slog.NewTextHandler(logs, nil))
 	e.targets = map[string]*target{tg.cfg.Name: tg}
 	e.self.init(tg.cfg.Name)

@@ -16,12 +16,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 )
 
 // Path returns the browser's path, or skips (fails with
@@ -76,7 +77,7 @@ func Open(t testing.TB, url string, w, h int) *Page {
 	args := append(flags(dir), "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1",
 		fmt.Sprintf("--window-size=%d,%d", w, h), "--hide-scrollbars", url)
 	cmd := exec.Command(Path(t), args...)
-	var errb syncBuffer
+	var errb syncbuf.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -273,22 +274,4 @@ func (p *Page) Screenshot() []byte {
 		p.t.Fatal(err)
 	}
 	return png
-}
-
-// syncBuffer collects the browser's stderr for error messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
