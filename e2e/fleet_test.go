@@ -84,7 +84,6 @@ func fleetConfig() mixin.Config { return mixinConfig() }
 func fleetSetup(t *testing.T) *fleetWorld {
 	thanos := thanosBinary(t)
 	prometheus := need(t, "prometheus", "prometheus")
-	alertmanager := need(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	dir := t.TempDir()
 	w := &fleetWorld{start: time.Now(), hook: &webhook{}, proms: map[string]promAPI{}, c: fleetConfig()}
 
@@ -109,24 +108,8 @@ func fleetSetup(t *testing.T) *fleetWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	amPort := freePort(t, 1)
-	amCfg := filepath.Join(dir, "alertmanager.yml")
-	write(t, amCfg, fmt.Sprintf(`route:
-  receiver: webhook
-  group_by: ['...']
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: webhook
-    webhook_configs:
-      - url: %s/
-        send_resolved: true
-`, hook.URL)+string(files[mixin.InhibitFile]))
-	am := start(t, "alertmanager", alertmanager, "--config.file="+amCfg, "--storage.path="+filepath.Join(dir, "am"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=")
-	w.am = promAPI{base: fmt.Sprintf("http://127.0.0.1:%d", amPort)}
-	waitHTTP(t, am, w.am.base+"/-/ready", 30*time.Second)
+	am, amBase := startAlertmanager(t, dir, hook.URL, files[mixin.InhibitFile])
+	w.am = promAPI{base: amBase}
 
 	// The per-cluster rule files, and the global one for the Ruler.
 	var rules []string
@@ -177,12 +160,12 @@ receivers:
 alerting:
 %s  alertmanagers:
     - static_configs:
-        - targets: ['127.0.0.1:%d']
+        - targets: ['%s']
 rule_files: ['%s']
 scrape_configs:
   - job_name: goodput-exporter
     static_configs:
-%s`, s.cluster, s.replica, relabel, amPort,
+%s`, s.cluster, s.replica, relabel, strings.TrimPrefix(w.am.base, "http://"),
 			strings.Join(rules, "', '"), strings.Join(targets[s.cluster], "")))
 		port := freePort(t, 1)
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -295,7 +295,6 @@ func renderRules(t *testing.T, dir string, c mixin.Config) []string {
 // setup starts the world; t.Cleanup ends every process.
 func setup(t *testing.T) *world {
 	prometheus := need(t, "prometheus", "prometheus")
-	alertmanager := need(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	promtool := need(t, "prometheus", "promtool")
 	dir := t.TempDir()
 	w := &world{start: time.Now(), hook: &webhook{}, beforeKill: -1, afterRestart: -1}
@@ -332,29 +331,11 @@ func setup(t *testing.T) *world {
 
 	hook := httptest.NewServer(w.hook)
 	t.Cleanup(hook.Close)
-	amPort := freePort(t, 1)
-	amCfg := filepath.Join(dir, "alertmanager.yml")
-	// Every alert its own group ('...'), sent at once, each change within
-	// a second, resolutions too; with the mixin's inhibit rules, as shipped.
 	files, err := mixinConfig().Files()
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, amCfg, fmt.Sprintf(`route:
-  receiver: webhook
-  group_by: ['...']
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: webhook
-    webhook_configs:
-      - url: %s/
-        send_resolved: true
-`, hook.URL)+string(files[mixin.InhibitFile]))
-	am := start(t, "alertmanager", alertmanager, "--config.file="+amCfg, "--storage.path="+filepath.Join(dir, "am"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=", "--log.level=info")
-	waitHTTP(t, am, fmt.Sprintf("http://127.0.0.1:%d/-/ready", amPort), 30*time.Second)
+	am, amBase := startAlertmanager(t, dir, hook.URL, files[mixin.InhibitFile], "--log.level=info")
 
 	rules := renderRules(t, filepath.Join(dir), mixinConfig())
 	if out, err := exec.Command(promtool, append([]string{"check", "rules"}, rules...)...).CombinedOutput(); err != nil {
@@ -372,7 +353,7 @@ receivers:
 alerting:
   alertmanagers:
     - static_configs:
-        - targets: ['127.0.0.1:%d']
+        - targets: ['%s']
 rule_files: ['%s']
 scrape_configs:
   - job_name: goodput-exporter
@@ -381,7 +362,7 @@ scrape_configs:
         labels: { node: node-a }
       - targets: ['%s']
         labels: { node: node-b }
-`, amPort, strings.Join(rules, "', '"), w.instA, w.instB))
+`, strings.TrimPrefix(amBase, "http://"), strings.Join(rules, "', '"), w.instA, w.instB))
 	prom := start(t, "prometheus", prometheus, "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort), "--rules.alert.resend-delay=1s")
 	w.servers = []*proc{am, prom}
@@ -407,3 +388,32 @@ func (w *world) logs() string {
 
 // since is the run so far as a PromQL range, e.g. "95s".
 func (w *world) since() string { return fmt.Sprintf("%ds", int(time.Since(w.start).Seconds())+1) }
+
+// startAlertmanager starts a real Alertmanager under dir that sends every
+// alert as its own group ('...'), at once, each change within a second,
+// resolutions too, to the webhook at hook, with the inhibit rules given
+// (the mixin's, as shipped), and returns it and its base URL once it is
+// ready.
+func startAlertmanager(t *testing.T, dir, hook string, inhibit []byte, args ...string) (*proc, string) {
+	t.Helper()
+	alertmanager := need(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
+	port := freePort(t, 1)
+	cfg := filepath.Join(dir, "alertmanager.yml")
+	write(t, cfg, fmt.Sprintf(`route:
+  receiver: webhook
+  group_by: ['...']
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: webhook
+    webhook_configs:
+      - url: %s/
+        send_resolved: true
+`, hook)+string(inhibit))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	am := start(t, "alertmanager", append([]string{alertmanager, "--config.file=" + cfg, "--storage.path=" + filepath.Join(dir, "am"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--cluster.listen-address="}, args...)...)
+	waitHTTP(t, am, base+"/-/ready", 30*time.Second)
+	return am, base
+}
