@@ -1,19 +1,19 @@
 package discovery
 
 import (
-	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/rest"
-	"log/slog"
+
+	"github.com/goodput-exporter/goodput-exporter/internal/syncbuf"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,28 +21,10 @@ import (
 
 // logBuffer is a slog destination the test can read while discovery
 // writes to it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer struct{ syncbuf.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// count is how many times s was logged.
+func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }
 
 // runDiscovery runs a discoverer until the test ends.
 func runDiscovery(t *testing.T, opts Options) (*Discoverer, *recordingSink) {
