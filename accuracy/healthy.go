@@ -201,9 +201,10 @@ func (c HealthyCase) Overload() bool {
 	return ok && c.Load >= o
 }
 
-// NameWithin is how soon after the start an overload's queue_growth
-// must be raised: DetectWithin windows of the default settings, as
-// every lever's mode must be named within them of its onset.
+// NameWithin is how soon after its onset (the engine's queue,
+// HealthyOutcome.Queued) an overload's queue_growth must be raised:
+// DetectWithin windows of the default settings, as every lever's mode
+// must be named within them of the lever's onset.
 func NameWithin() time.Duration {
 	return DetectWithin * DefaultEvalOptions().Settings.Window
 }
