@@ -99,9 +99,12 @@ func (e *Exporter) Enqueue(r *Record) {
 }
 
 // Run sends batches until ctx is done, then sends what is queued (within
-// one export timeout) and returns.
+// one export timeout) and returns. An export under way when ctx ends is
+// not cancelled but finishes within its own timeout: its spans are off
+// the queue, and the daemon may already hold them.
 func (e *Exporter) Run(ctx context.Context) {
 	defer close(e.done)
+	running := context.WithoutCancel(ctx)
 	batch := make([]Record, 0, e.o.BatchSize)
 	tick := time.NewTicker(e.o.BatchTimeout)
 	defer tick.Stop()
@@ -117,10 +120,10 @@ func (e *Exporter) Run(ctx context.Context) {
 		case r := <-e.queue:
 			batch = append(batch, r)
 			if len(batch) == e.o.BatchSize {
-				flush(ctx)
+				flush(running)
 			}
 		case <-tick.C:
-			flush(ctx)
+			flush(running)
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), e.o.Timeout)
 			defer cancel()

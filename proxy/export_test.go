@@ -105,6 +105,36 @@ func TestExporterSendsAndDrops(t *testing.T) {
 	}
 }
 
+// A batch under way when Run is cancelled is still sent: the daemon
+// answers each export after 50 ms, so the first full batch is in flight
+// when the proxy shuts down; cancelling its request would drop 7 spans
+// that were already taken off the queue.
+func TestExportUnderWayAtShutdownIsSent(t *testing.T) {
+	c := &capture{}
+	recv := otlp.New(otlp.Options{Sink: c})
+	started := make(chan struct{}, 100)
+	daemon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		time.Sleep(50 * time.Millisecond)
+		recv.ServeHTTP(w, r)
+	}))
+	defer daemon.Close()
+	m := NewMetrics()
+	e := NewExporter(ExporterOptions{Endpoint: daemon.URL + "/v1/traces", BatchSize: 7, BatchTimeout: time.Hour}, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx)
+	t0 := time.Now()
+	for i := range 100 {
+		e.Enqueue(&Record{Arrival: t0, End: t0.Add(time.Second), Tokens: int64(i), PromptTokens: -1, Model: "m", Outcome: OutcomeOK})
+	}
+	<-started // the first batch is at the daemon
+	cancel()
+	<-e.Done()
+	if len(c.reqs) != 100 || testutil.ToFloat64(m.spansSent) != 100 {
+		t.Fatalf("daemon folded %d, sent %v, dropped %v; want 100 sent", len(c.reqs), testutil.ToFloat64(m.spansSent), testutil.ToFloat64(m.spansDropped.WithLabelValues(DropExport)))
+	}
+}
+
 // The daemon down: every request is still served at once, and every span
 // is dropped and counted, by the queue or by the failed export.
 func TestOTLPEndpointDown(t *testing.T) {
