@@ -27,7 +27,7 @@ build:
 # the Helm library stays out of the daemon's).
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run '^(TestFailModeEvaluation|TestShapeOverloads|TestQueueOnset)$$' ./accuracy/
+	$(GO) test -count=1 -run '^(TestFailModeEvaluation|TestShapeOverloads|TestQueueOnset|TestPastKnee)$$' ./accuracy/
 	$(MAKE) chart-test
 
 # accuracy runs the failure-mode classifier's whole evaluation (every

@@ -49,7 +49,7 @@ func parseModeTimes(s string) (map[diagnosis.Mode]time.Duration, error) {
 
 // Line is the healthy outcome's line in the record.
 func (h HealthyOutcome) Line() string {
-	return fmt.Sprintf("healthy\t%s\t%g\t%v\t%s\t%d\tqueued=%v\traised=%s", h.Case.Shape.Name, h.Case.Load, h.Case.Interval, h.Format, h.Seed, h.Queued, modeTimes(h.Raised))
+	return fmt.Sprintf("healthy\t%s\t%g\t%v\t%s\t%d\tqueued=%v\tpastknee=%t\traised=%s", h.Case.Shape.Name, h.Case.Load, h.Case.Interval, h.Format, h.Seed, h.Queued, h.PastKnee, modeTimes(h.Raised))
 }
 
 // Write writes the record, one line each, in order.
@@ -83,7 +83,7 @@ func ReadRecord(rd io.Reader) (*Record, error) {
 			var in Incident
 			in, err = parseIncident(f[1:])
 			r.Incidents = append(r.Incidents, in)
-		case f[0] == "healthy" && len(f) == 8:
+		case f[0] == "healthy" && len(f) == 9:
 			var h HealthyOutcome
 			h, err = parseHealthy(f[1:])
 			r.Healthy = append(r.Healthy, h)
@@ -145,14 +145,16 @@ func parseHealthy(f []string) (HealthyOutcome, error) {
 	seed, err3 := strconv.ParseUint(f[4], 10, 64)
 	queued, err4 := field(f[5], "queued")
 	q, err5 := time.ParseDuration(queued)
-	raised, err6 := field(f[6], "raised")
-	m, err7 := parseModeTimes(raised)
-	for _, e := range []error{err1, err2, err3, err4, err5, err6, err7} {
+	pastKnee, err6 := field(f[6], "pastknee")
+	past, err7 := strconv.ParseBool(pastKnee)
+	raised, err8 := field(f[7], "raised")
+	m, err9 := parseModeTimes(raised)
+	for _, e := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
 		if e != nil {
 			return HealthyOutcome{}, e
 		}
 	}
-	return HealthyOutcome{Case: HealthyCase{Shape: s, Load: load, Interval: iv, Noise: HealthyNoise}, Seed: seed, Format: sim.Format(f[3]), Queued: q, Raised: m}, nil
+	return HealthyOutcome{Case: HealthyCase{Shape: s, Load: load, Interval: iv, Noise: HealthyNoise}, Seed: seed, Format: sim.Format(f[3]), Queued: q, PastKnee: past, Raised: m}, nil
 }
 
 // WriteHealthyMarkdown writes the healthy table: per shape, load and
@@ -226,7 +228,11 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 		pass := 0
 		count := map[diagnosis.Mode]int{}
 		var q, qq []time.Duration
+		pastKnee := 0
 		for _, h := range g {
+			if h.Case.Load <= 1 && h.PastKnee {
+				pastKnee++
+			}
 			if h.Pass() {
 				pass++
 			}
@@ -244,16 +250,24 @@ func WriteHealthyMarkdown(w io.Writer, hs []HealthyOutcome) error {
 		for _, m := range slices.Sorted(modeKeys(count)) {
 			raised = append(raised, fmt.Sprintf("%s (%d)", m, count[m]))
 		}
-		want := "nothing raised"
+		if pastKnee > 0 {
+			raised = append(raised, fmt.Sprintf("of which while past the knee by the truth (%d)", pastKnee))
+		}
+		want := "nothing raised, but what is under way past the knee"
 		switch c := (HealthyCase{Shape: g[0].Case.Shape, Load: k.load}); {
 		case c.Overload():
 			want = fmt.Sprintf("queue_growth alone within %v of the engine's queue", NameWithin())
 		case k.load > 1:
 			want = "nothing but queue_growth"
 		}
+		// The engine's queue is the onset of an overload only: under
+		// capacity it stands and empties all run long.
 		qs, qqs := "—", "—"
 		if k.load > 1 {
-			qs, qqs = quantiles(q), quantiles(qq)
+			qs = quantiles(q)
+		}
+		if (HealthyCase{Shape: g[0].Case.Shape, Load: k.load}).Overload() {
+			qqs = quantiles(qq)
 		}
 		fmt.Fprintf(&b, "| %s | %.2f | %gx knee | %v | %d | %s: %s | %s | %s | %s |\n", k.shape, ShapeKnees[k.shape], k.load, k.iv, len(g), want, pct(pass, len(g)), strings.Join(raised, ", "), qs, qqs)
 	}
