@@ -28,9 +28,15 @@ const (
 	// 3001 to 3050 until theirs had (bursts at the bursty shape's knee
 	// taken for a batch at its ceiling, named queue_growth), then 4001
 	// to 4050 until theirs had (slow overloads judged from the start of
-	// the run rather than from the engine's queue, HealthyOutcome.Pass);
-	// each time a set that has not is published instead.
-	EvalSeedBase  = 5001
+	// the run rather than from the engine's queue, HealthyOutcome.Pass),
+	// then 5001 to 5050 until theirs had (a surge at the short chat's
+	// knee, a change against it tried and reverted; with the bursty
+	// shape's knee overrun by a burst on seed 6047, the queue's truth of
+	// PastKnee), then 7001 to 7050 until theirs had (the slower model's
+	// knee overrun on seed 7048, PastKnee's TPOT truth). Seeds 6001 to
+	// 6050 judged a change that was reverted. Each time a set that has
+	// not is published instead.
+	EvalSeedBase  = 8001
 	EvalSeedCount = 50
 )
 
