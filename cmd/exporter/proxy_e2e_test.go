@@ -202,7 +202,7 @@ func judge(all []seen) (chat, smooth tally) {
 			continue
 		}
 		chat.judged++
-		if s.ok && s.hasTTFT && s.ttft <= 100*time.Millisecond && s.e2e <= time.Second {
+		if s.ok && s.hasTTFT && s.ttft <= 400*time.Millisecond && s.e2e <= 4*time.Second {
 			chat.good++
 		}
 		switch {
@@ -213,7 +213,7 @@ func judge(all []seen) (chat, smooth tally) {
 			smooth.unjudged++
 		default:
 			smooth.judged++
-			if (s.e2e-s.ttft).Seconds()/float64(s.tokens-1) <= 0.030 {
+			if (s.e2e-s.ttft).Seconds()/float64(s.tokens-1) <= 0.120 {
 				smooth.good++
 			}
 		}
@@ -224,7 +224,13 @@ func judge(all []seen) (chat, smooth tally) {
 // The Done-when test: requests with known delays, aborts, upstream errors
 // and timeouts go through the proxy command to the daemon's OTLP receiver
 // (both started as the binary starts them); the daemon's bound="exact"
-// counts equal the client's own judgement of the same requests.
+// counts equal the client's own judgement of the same requests. The
+// client's clock and the proxy's differ by what the client waits for a
+// core: each plan's delays lie at least 4 times from the objectives it
+// meets or misses (a first token in 10 ms against 400 ms, in 800 ms
+// against it), since 66 requests at once on two cores that were also
+// compiling delayed the client by over 90 ms past the proxy's view (3
+// of 60 requests judged apart when the objective was 100 ms).
 func TestProxyExactGoodputEqualsTheClientsJudgement(t *testing.T) {
 	fixture, err := os.ReadFile(filepath.Join("..", "..", "collector", "testdata", "fixtures", "sglang", "sglang-from-source.prom"))
 	if err != nil {
@@ -235,9 +241,9 @@ func TestProxyExactGoodputEqualsTheClientsJudgement(t *testing.T) {
 	for i := range 6 {
 		plans = append(plans,
 			plan{ttft: 10 * time.Millisecond, itl: 5 * time.Millisecond, tokens: 8 + i, n: 1, stream: true},               // good
-			plan{ttft: 200 * time.Millisecond, itl: 5 * time.Millisecond, tokens: 5, n: 1, stream: true},                  // slow first token
-			plan{ttft: 10 * time.Millisecond, itl: 60 * time.Millisecond, tokens: 4, n: 1, stream: true},                  // slow tokens
-			plan{ttft: 10 * time.Millisecond, itl: 45 * time.Millisecond, tokens: 28, n: 1, stream: true},                 // over e2e
+			plan{ttft: 800 * time.Millisecond, itl: 5 * time.Millisecond, tokens: 5, n: 1, stream: true},                  // slow first token
+			plan{ttft: 10 * time.Millisecond, itl: 240 * time.Millisecond, tokens: 4, n: 1, stream: true},                 // slow tokens
+			plan{ttft: 10 * time.Millisecond, itl: 180 * time.Millisecond, tokens: 28, n: 1, stream: true},                // over e2e
 			plan{ttft: 10 * time.Millisecond, itl: 30 * time.Millisecond, tokens: 50, n: 1, stream: true, abortAt: 3 + i}, // client hangs up
 			plan{fault: "status500", n: 1, stream: true},
 			plan{ttft: 10 * time.Millisecond, itl: 10 * time.Millisecond, tokens: 8, n: 1, stream: true, fault: "die"},
@@ -259,12 +265,12 @@ targets:
 slos:
   - name: chat
     objectives:
-      ttft: { threshold: 100ms, target: 0.9 }
-      e2e: { threshold: 1s, target: 0.9 }
+      ttft: { threshold: 400ms, target: 0.9 }
+      e2e: { threshold: 4s, target: 0.9 }
       error: { target: 0.99, include_abort: true }
   - name: smooth
     objectives:
-      tpot: { threshold: 30ms, target: 0.9 }
+      tpot: { threshold: 120ms, target: 0.9 }
 `), 0o600)
 	web, otlpAddr, listen, proxyWeb := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,7 +286,7 @@ slos:
 	}
 	start("serve", "--config.file", cfg, "--web.listen-address", web, "--otlp.http.listen-address", otlpAddr, "--collect.interval", "100ms")
 	start("proxy", "--listen", listen, "--web.listen-address", proxyWeb, "--upstream", engine.URL,
-		"--otlp-endpoint", "http://"+otlpAddr+"/v1/traces", "--otlp.service-name", "sglang-a", "--upstream.header-timeout", "300ms")
+		"--otlp-endpoint", "http://"+otlpAddr+"/v1/traces", "--otlp.service-name", "sglang-a", "--upstream.header-timeout", "1s")
 	defer func() { cancel(); wg.Wait() }()
 	get := func(url string) string {
 		resp, err := http.Get(url)
