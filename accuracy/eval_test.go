@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/diagnosis"
 	"github.com/goodput-exporter/goodput-exporter/sim"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
@@ -576,28 +575,17 @@ func TestPastKnee(t *testing.T) {
 // between within le seconds (a bucket bound) and in all.
 func tpotHistogram(t *testing.T, c HealthyCase, seed uint64, from, to time.Duration, le float64) (met, n float64) {
 	t.Helper()
-	cfg, err := shapeAt(c.Shape, c.Load)
+	e, err := healthyEngine(c.Shape, c.Load, seed, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Seed = seed
-	cfg.Truth.Horizon = time.Minute
-	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy}}}
-	e, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 1, DefaultModel: "sim"})
+	scrape, err := vllmScraper(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	read := func(at time.Duration) (float64, float64) {
 		e.AdvanceTo(at)
-		var buf bytes.Buffer
-		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
-			t.Fatal(err)
-		}
-		snap, err := parser.Parse(buf.Bytes(), "", time.Unix(int64(cfg.StartUnix), 0).Add(at))
+		snap, err := scrape()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,12 @@
 package accuracy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/goodput-exporter/goodput-exporter/collector"
 	"github.com/goodput-exporter/goodput-exporter/goodput"
 	"github.com/goodput-exporter/goodput-exporter/snapshot"
 
@@ -117,31 +115,18 @@ var ShapeOverloads = map[string]float64{
 // seed and returns the requests waiting, as the engine's own gauge shows
 // them, at each of at (ascending, from the start).
 func ShapeQueue(s sim.Shape, load float64, seed uint64, at []time.Duration) ([]float64, error) {
-	cfg, err := shapeAt(s, load)
+	e, err := healthyEngine(s, load, seed, 0)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Seed = seed
-	cfg.Truth.Horizon = 0
-	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy}}}
-	e, err := sim.New(cfg)
+	scrape, err := vllmScraper(e)
 	if err != nil {
 		return nil, err
 	}
-	parser, err := collector.NewParser(snapshot.VLLM, collector.ParseOptions{ModelLimit: 1, DefaultModel: "sim"})
-	if err != nil {
-		return nil, err
-	}
-	start := time.Unix(int64(cfg.StartUnix), 0)
 	var out []float64
-	var buf bytes.Buffer
 	for _, t := range at {
 		e.AdvanceTo(t)
-		buf.Reset()
-		if err := e.WriteMetrics(&buf, sim.FormatVLLM); err != nil {
-			return nil, err
-		}
-		snap, err := parser.Parse(buf.Bytes(), "", start.Add(t))
+		snap, err := scrape()
 		if err != nil {
 			return nil, err
 		}
@@ -152,6 +137,20 @@ func ShapeQueue(s sim.Shape, load float64, seed uint64, at []time.Duration) ([]f
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// healthyEngine is the simulator playing healthy traffic of shape s at
+// load times its knee on seed, keeping the records of the requests that
+// finished within horizon of its time (0: all of them).
+func healthyEngine(s sim.Shape, load float64, seed uint64, horizon time.Duration) (*sim.Engine, error) {
+	cfg, err := shapeAt(s, load)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Seed = seed
+	cfg.Truth.Horizon = horizon
+	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy}}}
+	return sim.New(cfg)
 }
 
 // HealthyCase is one healthy shape at one load and scrape cadence.
@@ -295,14 +294,7 @@ func (h HealthyOutcome) Pass() bool {
 // simulator is deterministic in its seed, so this is the queue the
 // run's formats read.
 func QueueOnset(c HealthyCase, seed uint64, d time.Duration) (time.Duration, error) {
-	cfg, err := shapeAt(c.Shape, c.Load)
-	if err != nil {
-		return 0, err
-	}
-	cfg.Seed = seed
-	cfg.Truth.Horizon = 0
-	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy}}}
-	e, err := sim.New(cfg)
+	e, err := healthyEngine(c.Shape, c.Load, seed, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -427,16 +419,9 @@ func PastKnee(c HealthyCase, seed uint64, m diagnosis.Mode, at, window time.Dura
 	if m != diagnosis.QueueGrowth && m != diagnosis.DecodeSaturation {
 		return false, nil
 	}
-	cfg, err := shapeAt(c.Shape, c.Load)
-	if err != nil {
-		return false, err
-	}
-	cfg.Seed = seed
 	// The records of the requests that finished after the window began
 	// are kept, to the end of the drain.
-	cfg.Truth.Horizon = window + pastKneeDrain
-	cfg.Scenario = sim.Scenario{Phases: []sim.Phase{{Lever: sim.Healthy}}}
-	e, err := sim.New(cfg)
+	e, err := healthyEngine(c.Shape, c.Load, seed, window+pastKneeDrain)
 	if err != nil {
 		return false, err
 	}
